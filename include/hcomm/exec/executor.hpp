@@ -1,0 +1,31 @@
+// hcomm/exec/executor.hpp: what an executor must offer. Backends join by satisfying the
+// concept (host, cuda, kokkos), not by being listed anywhere.
+#pragma once
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+
+namespace hcomm::exec {
+
+namespace detail {
+struct probe_kernel {
+  void operator()(std::size_t) const {}
+};
+}  // namespace detail
+
+template <class E>
+concept executor = requires(const E& e, void* p, const void* cp, std::size_t n, const std::uint64_t* in,
+                            std::uint64_t* out) {
+  { E::is_device } -> std::convertible_to<bool>;
+  e.for_each(n, detail::probe_kernel{});
+  e.exclusive_scan(in, out, n);
+  { e.allocate(n) } -> std::same_as<void*>;
+  e.deallocate(p);
+  e.copy(p, cp, n);
+  e.to_host(p, cp, n);
+  e.from_host(p, cp, n);
+  e.fill_zero(p, n);
+  e.synchronize();
+};
+
+}  // namespace hcomm::exec
