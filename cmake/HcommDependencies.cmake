@@ -32,6 +32,7 @@ if(HCOMM_ENABLE_CUDA)
   find_package(CUDAToolkit REQUIRED)
 endif()
 
-find_package(BLAS)             # OpenBLAS: trainer and dense baselines
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)    # OpenBLAS: trainer, sparse kernels' dense baselines
 find_package(benchmark QUIET)  # Google Benchmark for bench/
 find_package(Catch2 2 QUIET)   # Debian ships Catch2 v2.13
