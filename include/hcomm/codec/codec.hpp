@@ -1,0 +1,282 @@
+// hcomm/codec/codec.hpp: compress and decompress whole buffers into frames, on any executor.
+//
+//   hcomm::codec::engine<> eng;                               // host executor
+//   auto cfg   = hcomm::codec::parse_config("zfp:8", hcomm::dtype::f32);
+//   auto frame = eng.compress(cfg, std::span<const float>(x)); // std::vector<std::byte>
+//   eng.decompress(frame, std::span<float>(y));               // validates, then writes y
+//
+// A codec joins by satisfying `codec_kernel` and being named in codec/registry.hpp. The
+// engine owns one workspace in the executor's memory, grown only when a larger call comes
+// (never allocated per call), and writes the frame header on the executor, so CUDA
+// compression is stream-ordered: compress_async never synchronises the host.
+#pragma once
+#include <algorithm>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "hcomm/codec/frame.hpp"
+#include "hcomm/codec/registry.hpp"
+#include "hcomm/core/checksum.hpp"
+#include "hcomm/core/dtype.hpp"
+#include "hcomm/core/error.hpp"
+#include "hcomm/exec/executor.hpp"
+#include "hcomm/exec/host.hpp"
+#include "hcomm/policy/compressor.hpp"
+
+namespace hcomm::codec {
+
+// What the engine needs of a codec (a class template over the element type).
+template <class C>
+concept codec_kernel = requires(std::size_t n, unsigned p) {
+  { C::id } -> std::convertible_to<codec_id>;
+  typename C::value_type;
+  { C::valid_param(p) } -> std::same_as<bool>;
+  { C::max_payload_bytes(n, p) } -> std::same_as<std::size_t>;
+  { C::workspace_bytes(n, p) } -> std::same_as<std::size_t>;
+  // encode(ex, in, n, param, payload, payload_bytes_out /*executor memory*/, workspace)
+  // decode(ex, payload, payload_bytes, n, param, out, workspace): throws hcomm::error on a
+  //   malformed payload before writing out, whatever the bytes (checksums can be off).
+};
+
+// A runtime description of one compression setting (what a frame header records).
+struct config {
+  codec_id codec = codec_id::none;
+  dtype type = dtype::f32;
+  unsigned param = 0;   // mpc: delta dim (0 = auto); zfp: rate in bits per value
+  bool checksum = true; // payload checksum in the frame
+
+  template <compressor_policy C, floating_element T>
+  static constexpr config of(bool checksum = true) {
+    return config{C::codec, dtype_of<T>, C::param, checksum};
+  }
+  friend bool operator==(const config&, const config&) = default;
+};
+
+inline std::string to_string(const config& c) {
+  std::string s = codec_name(c.codec);
+  if (c.codec != codec_id::none) s += ":" + std::to_string(c.param);
+  return s;
+}
+
+namespace detail {
+template <floating_element T, class F, template <class> class First, template <class> class... Rest>
+decltype(auto) visit_codec(codec_id id, F&& f, codec_list<First, Rest...>) {
+  if (First<T>::id == id) return f(First<T>{});
+  if constexpr (sizeof...(Rest) > 0) {
+    return visit_codec<T>(id, static_cast<F&&>(f), codec_list<Rest...>{});
+  } else {
+    fail(errc::invalid_argument, "codec " + codec_name(id) + " is not in this build's registry");
+  }
+}
+}  // namespace detail
+
+// Calls f(Codec<T>{}) for the codec and element type of a runtime config.
+template <class F>
+decltype(auto) visit(codec_id id, dtype type, F&& f) {
+  if (type == dtype::f32) return detail::visit_codec<float>(id, static_cast<F&&>(f), registered_codecs{});
+  if (type == dtype::f64) return detail::visit_codec<double>(id, static_cast<F&&>(f), registered_codecs{});
+  fail(errc::invalid_argument, "unknown dtype");
+}
+
+inline void validate(const config& c) {
+  if (!is_valid(c.type)) fail(errc::invalid_argument, "unknown dtype");
+  const bool ok = visit(c.codec, c.type, [&](auto codec) { return decltype(codec)::valid_param(c.param); });
+  if (!ok) {
+    const char* what = c.codec == codec_id::mpc   ? "mpc takes a dimension 0 (auto) or 1..32"
+                       : c.codec == codec_id::zfp ? "zfp takes a rate of 3..64 bits per value"
+                                                  : "none takes no parameter";
+    fail(errc::invalid_argument, "bad parameter " + std::to_string(c.param) + " for " + to_string(c) + ": " + what);
+  }
+}
+
+// "none", "mpc", "mpc:4", "zfp:8"; throws invalid_argument with what was wrong.
+inline config parse_config(std::string_view s, dtype type = dtype::f32, bool checksum = true) {
+  config c;
+  c.type = type;
+  c.checksum = checksum;
+  const auto colon = s.find(':');
+  const std::string_view name = s.substr(0, colon);
+  if (name == "none") c.codec = codec_id::none;
+  else if (name == "mpc") c.codec = codec_id::mpc;
+  else if (name == "zfp") c.codec = codec_id::zfp;
+  else fail(errc::invalid_argument, "unknown codec '" + std::string(name) + "' (use none, mpc[:DIM] or zfp:RATE)");
+  if (colon != std::string_view::npos) {
+    const std::string_view num = s.substr(colon + 1);
+    unsigned v = 0;
+    if (num.empty() || num.size() > 3) fail(errc::invalid_argument, "bad codec parameter in '" + std::string(s) + "'");
+    for (char ch : num) {
+      if (ch < '0' || ch > '9') fail(errc::invalid_argument, "bad codec parameter in '" + std::string(s) + "'");
+      v = v * 10 + static_cast<unsigned>(ch - '0');
+    }
+    c.param = v;
+  } else if (c.codec == codec_id::zfp) {
+    fail(errc::invalid_argument, "zfp needs a rate, e.g. zfp:8");
+  }
+  validate(c);
+  return c;
+}
+
+inline std::size_t max_payload_bytes(const config& c, std::size_t n) {
+  return visit(c.codec, c.type, [&](auto codec) { return decltype(codec)::max_payload_bytes(n, c.param); });
+}
+inline std::size_t max_frame_bytes(const config& c, std::size_t n) { return header_bytes + max_payload_bytes(c, n); }
+
+template <exec::executor Exec = exec::host>
+class engine {
+ public:
+  explicit engine(Exec ex = {}) : ex_(std::move(ex)) {}
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+  engine(engine&& o) noexcept : ex_(o.ex_), ws_(o.ws_), ws_bytes_(o.ws_bytes_) { o.ws_ = nullptr; o.ws_bytes_ = 0; }
+  ~engine() { ex_.deallocate(ws_); }
+
+  const Exec& executor() const noexcept { return ex_; }
+
+  // Reserves the workspace for calls up to n elements of config c (optional: calls grow it).
+  void reserve(const config& c, std::size_t n) { ensure_workspace(workspace_for(c, n)); }
+
+  // Stream-ordered compression: in and out in executor memory; the frame size lands in
+  // *frame_bytes_out (executor memory). out must hold max_frame_bytes(c, n).
+  void compress_async(const config& c, const void* in, std::size_t n, void* out, std::size_t out_capacity,
+                      std::uint64_t* frame_bytes_out) {
+    validate(c);
+    const std::size_t need = max_frame_bytes(c, n);
+    if (out_capacity < need)
+      fail(errc::invalid_argument, "output holds " + std::to_string(out_capacity) + " bytes, " + to_string(c) +
+                                       " may need " + std::to_string(need) + " for " + std::to_string(n) + " values");
+    if (n > 0 && in == nullptr) fail(errc::invalid_argument, "null input");
+    ensure_workspace(workspace_for(c, n));
+    auto* payload = static_cast<std::byte*>(out) + header_bytes;
+    slots s = slots_for(c, n);
+    visit(c.codec, c.type, [&](auto codec) {
+      using C = decltype(codec);
+      using T = typename C::value_type;
+      C::encode(ex_, static_cast<const T*>(in), n, c.param, payload, s.payload_bytes, s.codec_ws);
+    });
+    if (c.checksum) run_checksum(reinterpret_cast<const unsigned char*>(payload), s, max_payload_bytes(c, n));
+    ex_.for_each(1, write_header_kernel{static_cast<unsigned char*>(out), static_cast<std::uint8_t>(c.codec),
+                                        static_cast<std::uint8_t>(c.type), c.param,
+                                        c.checksum ? flag_checksum : 0u, n, s.payload_bytes, s.checksum,
+                                        frame_bytes_out});
+  }
+
+  // Compresses and returns the frame size (synchronises the executor once, to read it).
+  std::size_t compress(const config& c, const void* in, std::size_t n, void* out, std::size_t out_capacity) {
+    compress_async(c, in, n, out, out_capacity, nullptr);
+    const slots s = slots_for(c, n);
+    std::uint64_t payload = 0;
+    ex_.to_host(&payload, s.payload_bytes, sizeof payload);  // synchronises
+    return static_cast<std::size_t>(header_bytes + payload);
+  }
+
+  // Validates header, checksum and payload structure, then writes n_expected values of type
+  // `expected` to out (executor memory). Throws hcomm::error and leaves out untouched on any
+  // problem. Reads the header to the host (one synchronisation on device executors).
+  frame_info decompress(const void* frame, std::size_t frame_bytes, void* out, std::size_t n_expected, dtype expected) {
+    if (frame == nullptr && frame_bytes > 0) fail(errc::invalid_argument, "null frame");
+    unsigned char head[header_bytes] = {};
+    if (frame_bytes >= header_bytes) ex_.to_host(head, frame, header_bytes);
+    const frame_info f = read_header(head, frame_bytes);
+    if (f.type != expected)
+      fail(errc::mismatch, "frame holds " + std::string(to_string(f.type)) + ", receiver expects " +
+                               std::string(to_string(expected)));
+    if (f.count != n_expected)
+      fail(errc::mismatch, "frame holds " + std::to_string(f.count) + " values, receiver expects " +
+                               std::to_string(n_expected));
+    if (f.frame_bytes() != frame_bytes)
+      fail(errc::corrupt_frame, "frame is " + std::to_string(frame_bytes) + " bytes, header says " +
+                                    std::to_string(f.frame_bytes()));
+    const config c{f.codec, f.type, f.param, f.has_checksum()};
+    try {
+      validate(c);
+    } catch (const error& e) {
+      fail(errc::corrupt_frame, std::string("header parameter invalid: ") + e.what());
+    }
+    if (f.payload_bytes > max_payload_bytes(c, f.count))
+      fail(errc::corrupt_frame, "payload of " + std::to_string(f.payload_bytes) + " bytes exceeds the codec's bound");
+    if (n_expected > 0 && out == nullptr) fail(errc::invalid_argument, "null output");
+    ensure_workspace(workspace_for(c, f.count));
+    const auto* payload = static_cast<const std::byte*>(frame) + header_bytes;
+    slots s = slots_for(c, f.count);
+    if (f.has_checksum()) {
+      ex_.from_host(s.payload_bytes, &f.payload_bytes, sizeof(std::uint64_t));
+      run_checksum(reinterpret_cast<const unsigned char*>(payload), s, f.payload_bytes);
+      std::uint64_t got = 0;
+      ex_.to_host(&got, s.checksum, sizeof got);
+      if (got != f.payload_checksum) fail(errc::corrupt_frame, "payload checksum mismatch");
+    }
+    visit(c.codec, c.type, [&](auto codec) {
+      using C = decltype(codec);
+      using T = typename C::value_type;
+      C::decode(ex_, payload, static_cast<std::size_t>(f.payload_bytes), static_cast<std::size_t>(f.count), c.param,
+                static_cast<T*>(out), s.codec_ws);
+    });
+    return f;
+  }
+
+  // Host-memory conveniences.
+  template <floating_element T>
+  std::vector<std::byte> compress(const config& c, std::span<const T> in)
+    requires(!Exec::is_device)
+  {
+    if (c.type != dtype_of<T>)
+      fail(errc::mismatch, "config says " + std::string(to_string(c.type)) + ", data is " +
+                               std::string(to_string(dtype_of<T>)));
+    std::vector<std::byte> out(max_frame_bytes(c, in.size()));
+    out.resize(compress(c, in.data(), in.size(), out.data(), out.size()));
+    return out;
+  }
+  template <floating_element T>
+  frame_info decompress(std::span<const std::byte> frame, std::span<T> out)
+    requires(!Exec::is_device)
+  {
+    return decompress(frame.data(), frame.size(), out.data(), out.size(), dtype_of<T>);
+  }
+
+ private:
+  struct slots {
+    std::byte* codec_ws;
+    std::uint64_t* block_hashes;
+    std::uint64_t* payload_bytes;
+    std::uint64_t* checksum;
+  };
+  static std::size_t align64(std::size_t b) { return (b + 63) / 64 * 64; }
+  static std::size_t codec_ws_bytes(const config& c, std::size_t n) {
+    return visit(c.codec, c.type, [&](auto codec) { return decltype(codec)::workspace_bytes(n, c.param); });
+  }
+  static std::size_t workspace_for(const config& c, std::size_t n) {
+    return align64(codec_ws_bytes(c, n)) + align64(checksum_blocks(max_payload_bytes(c, n)) * 8 + 8) + 64;
+  }
+  slots slots_for(const config& c, std::size_t n) const {
+    auto* base = static_cast<std::byte*>(ws_);
+    const std::size_t a = align64(codec_ws_bytes(c, n));
+    const std::size_t b = align64(checksum_blocks(max_payload_bytes(c, n)) * 8 + 8);
+    return slots{base, reinterpret_cast<std::uint64_t*>(base + a), reinterpret_cast<std::uint64_t*>(base + a + b),
+                 reinterpret_cast<std::uint64_t*>(base + a + b + 8)};
+  }
+  void ensure_workspace(std::size_t bytes) {
+    if (bytes <= ws_bytes_) return;
+    ex_.deallocate(ws_);
+    ws_ = nullptr;
+    ws_bytes_ = 0;
+    ws_ = ex_.allocate(bytes);
+    ws_bytes_ = bytes;
+  }
+  void run_checksum(const unsigned char* payload, const slots& s, std::size_t max_payload) {
+    const std::size_t blocks = checksum_blocks(max_payload);
+    if (blocks > 0) ex_.for_each(blocks, checksum_block_kernel{payload, s.payload_bytes, s.block_hashes});
+    ex_.for_each(1, checksum_combine_kernel{s.payload_bytes, s.block_hashes, s.checksum});
+  }
+
+  Exec ex_;
+  void* ws_ = nullptr;
+  std::size_t ws_bytes_ = 0;
+};
+
+}  // namespace hcomm::codec

@@ -1,0 +1,48 @@
+// hcomm/codec/none.hpp: the identity codec (payload = raw little-endian values).
+//
+// Also the smallest example of what a codec provides to the engine (see codec/codec.hpp):
+// id, value_type, valid_param, max_payload_bytes, workspace_bytes, encode, decode.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "hcomm/core/dtype.hpp"
+#include "hcomm/core/error.hpp"
+#include "hcomm/policy/compressor.hpp"
+
+namespace hcomm::codec {
+
+template <floating_element T>
+struct none_codec {
+  static constexpr codec_id id = codec_id::none;
+  using value_type = T;
+
+  static constexpr bool valid_param(unsigned p) noexcept { return p == 0; }
+  static constexpr std::size_t max_payload_bytes(std::size_t n, unsigned) noexcept { return n * sizeof(T); }
+  static constexpr std::size_t workspace_bytes(std::size_t, unsigned) noexcept { return 0; }
+
+  struct set_size_kernel {
+    std::uint64_t* size;
+    std::uint64_t value;
+    HCOMM_HOST_DEVICE void operator()(std::size_t) const { *size = value; }
+  };
+
+  template <class Exec>
+  static void encode(const Exec& ex, const T* in, std::size_t n, unsigned, std::byte* payload,
+                     std::uint64_t* payload_bytes, std::byte*) {
+    ex.copy(payload, in, n * sizeof(T));
+    ex.for_each(1, set_size_kernel{payload_bytes, n * sizeof(T)});
+  }
+
+  template <class Exec>
+  static void decode(const Exec& ex, const std::byte* payload, std::size_t payload_bytes, std::size_t n, unsigned,
+                     T* out, std::byte*) {
+    if (payload_bytes != n * sizeof(T))
+      fail(errc::corrupt_frame, "raw payload has " + std::to_string(payload_bytes) + " bytes, expected " +
+                                    std::to_string(n * sizeof(T)));
+    ex.copy(out, payload, payload_bytes);
+  }
+};
+
+}  // namespace hcomm::codec

@@ -1,0 +1,130 @@
+// hcomm/core/checksum.hpp: the 64-bit payload checksum of hcomm frames.
+//
+//   std::uint64_t h = hcomm::hash64(bytes, n, seed);
+//
+// XXH64-style: four multiply-rotate lanes over 8-byte words, then an avalanche. Any single
+// bit flip changes the result. Frames hash their payload in independent 64 KiB blocks and
+// then hash the block hashes, so the checksum runs in parallel on every executor
+// (block_hash_kernel / combine_kernel) and is the same on all of them.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "hcomm/core/macros.hpp"
+
+namespace hcomm {
+
+namespace detail::h64 {
+inline constexpr std::uint64_t p1 = 0x9E3779B185EBCA87ull;
+inline constexpr std::uint64_t p2 = 0xC2B2AE3D27D4EB4Full;
+inline constexpr std::uint64_t p3 = 0x165667B19E3779F9ull;
+inline constexpr std::uint64_t p4 = 0x85EBCA77C2B2AE63ull;
+inline constexpr std::uint64_t p5 = 0x27D4EB2F165667C5ull;
+
+HCOMM_HOST_DEVICE std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+HCOMM_HOST_DEVICE std::uint64_t round(std::uint64_t acc, std::uint64_t in) {
+  acc += in * p2;
+  acc = rotl(acc, 31);
+  return acc * p1;
+}
+HCOMM_HOST_DEVICE std::uint64_t merge(std::uint64_t acc, std::uint64_t v) {
+  acc ^= round(0, v);
+  return acc * p1 + p4;
+}
+// Unaligned little-endian loads (memcpy compiles to one mov on x86 and is legal in CUDA).
+HCOMM_HOST_DEVICE std::uint64_t load64(const unsigned char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+HCOMM_HOST_DEVICE std::uint32_t load32(const unsigned char* p) {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+}  // namespace detail::h64
+
+HCOMM_HOST_DEVICE std::uint64_t hash64(const void* data, std::size_t len, std::uint64_t seed) {
+  using namespace detail::h64;
+  const auto* p = static_cast<const unsigned char*>(data);
+  const unsigned char* const end = p + len;
+  std::uint64_t h;
+  if (len >= 32) {
+    std::uint64_t v1 = seed + p1 + p2, v2 = seed + p2, v3 = seed, v4 = seed - p1;
+    const unsigned char* const limit = end - 32;
+    do {
+      v1 = round(v1, load64(p));
+      v2 = round(v2, load64(p + 8));
+      v3 = round(v3, load64(p + 16));
+      v4 = round(v4, load64(p + 24));
+      p += 32;
+    } while (p <= limit);
+    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
+    h = merge(h, v1);
+    h = merge(h, v2);
+    h = merge(h, v3);
+    h = merge(h, v4);
+  } else {
+    h = seed + p5;
+  }
+  h += static_cast<std::uint64_t>(len);
+  while (p + 8 <= end) {
+    h ^= round(0, load64(p));
+    h = rotl(h, 27) * p1 + p4;
+    p += 8;
+  }
+  if (p + 4 <= end) {
+    h ^= static_cast<std::uint64_t>(load32(p)) * p1;
+    h = rotl(h, 23) * p2 + p3;
+    p += 4;
+  }
+  while (p < end) {
+    h ^= (*p) * p5;
+    h = rotl(h, 11) * p1;
+    ++p;
+  }
+  h ^= h >> 33;
+  h *= p2;
+  h ^= h >> 29;
+  h *= p3;
+  h ^= h >> 32;
+  return h;
+}
+
+inline constexpr std::size_t checksum_block_bytes = 64 * 1024;
+
+constexpr std::size_t checksum_blocks(std::size_t bytes) noexcept {
+  return (bytes + checksum_block_bytes - 1) / checksum_block_bytes;
+}
+
+// Hashes block i of a payload whose size lives in executor memory (so the size need not be
+// known on the host: CUDA compression never synchronises to learn it).
+struct checksum_block_kernel {
+  const unsigned char* data;
+  const std::uint64_t* size;  // executor memory
+  std::uint64_t* block_hashes;
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const {
+    const std::uint64_t n = *size;
+    const std::uint64_t begin = static_cast<std::uint64_t>(i) * checksum_block_bytes;
+    if (begin >= n) {
+      block_hashes[i] = 0;
+      return;
+    }
+    const std::uint64_t len = (n - begin) < checksum_block_bytes ? (n - begin) : checksum_block_bytes;
+    block_hashes[i] = hash64(data + begin, static_cast<std::size_t>(len), i);
+  }
+};
+
+// One work item: hashes the used block hashes into the final checksum.
+struct checksum_combine_kernel {
+  const std::uint64_t* size;
+  const std::uint64_t* block_hashes;
+  std::uint64_t* out;
+  HCOMM_HOST_DEVICE void operator()(std::size_t) const {
+    const std::uint64_t n = *size;
+    *out = hash64(block_hashes, static_cast<std::size_t>(checksum_blocks(n)) * 8, n);
+  }
+};
+
+}  // namespace hcomm
