@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Step-time model of 3-D parallel GPT training with compressed communication.
+
+Prints the speedup of the schemes none, naive, mzhybrid and zhybrid for GPT-NeoX-20B on
+192 GPUs (TP=2, PP=4, DP=24) next to the paper's reported figures, and predicts the
+collective times of the small measured configurations (bench/comm) so the model can be
+checked against measurement.
+
+Every input is stated in ASSUMPTIONS below; nothing is fitted to the paper's result.
+
+Model (per optimizer step, per GPU on the critical path):
+  compute      = Megatron FLOPs (with activation recomputation) / achieved FLOP/s
+  pipeline     = bubble (p-1)/m of the compute, plus per micro-batch the stage-boundary
+                 send forward and backward (1F1B: both on the critical path)
+  tensor par.  = 4 allreduces of (s, b, h) per layer per micro-batch (2 fwd, 2 bwd), plus 2
+                 more forward in the recomputation, synchronous (not overlapped)
+  data par.    = ring allreduce of this GPU's gradient shard after the last backward (not
+                 overlapped with compute; ZeRO-1 reduce-scatter + allgather moves the same bytes)
+  compression  = compress + decompress time at the codec's GPU throughput; on TP and PP it
+                 adds to the critical path; on DP the segmented ring overlaps it with the wire
+                 time (cost = max(wire, codec) + one segment's codec time)
+"""
+import argparse
+import json
+import math
+import sys
+
+# ---------------------------------------------------------------------------------------
+ASSUMPTIONS = {
+    # GPT-NeoX-20B public config
+    "layers": 44, "hidden": 6144, "seq": 2048, "micro_batch": 4, "vocab": 50432,
+    "global_batch": 1536, "tp": 2, "pp": 4, "dp": 24, "bytes_per_value": 2,  # fp16
+    # Lassen: V100 (125 TFLOP/s fp16 tensor peak); NeoX-20B on V100 typically reaches
+    # ~30-40% of peak; we take 35 TFLOP/s achieved.
+    "achieved_tflops": 35.0,
+    # Links: TP pairs inside a node over NVLink2 (3 bricks, ~75 GB/s per direction); PP and
+    # DP cross nodes over dual-rail EDR IB (2 x 12.5 GB/s per node, shared by 4 GPUs).
+    "tp_bw_GBps": 75.0, "tp_lat_s": 5e-6,
+    "inter_bw_GBps": 25.0 / 4, "inter_lat_s": 5e-6,
+    # GPU codec throughputs (GB/s of raw data), from RESEARCH.md's peers on A100-class GPUs
+    # scaled to V100 (about half): ZFP ~ 200, MPC ~ 100.
+    "zfp_GBps": 200.0, "mpc_GBps": 100.0,
+    # Lossless ratio of real training tensors (measured with ndzip/zstd in RESEARCH.md: ~1.1).
+    "mpc_ratio": 1.10,
+    # Wire data are fp16; ZFP codes fp32 values at `rate` bits, so ratio = 16 / rate.
+    "dp_segment_bytes": 4 << 20,
+}
+
+PAPER = {  # reported speed-ups over the uncompressed baseline (TFLOPS / samples per s)
+    "naive": "+22.5% / +23.6% (earlier version)",
+    "mzhybrid": "+4.4% / +5.3%",
+    "zhybrid": "+20.4% / +20.6%",
+}
+
+
+def ring_allreduce_time(size_bytes, n, bw_GBps, lat_s, ratio=1.0):
+    """Ring allreduce: 2(n-1) steps, each moving size/n (compressed by `ratio`)."""
+    if n <= 1:
+        return 0.0
+    chunk = size_bytes / n / ratio
+    return 2 * (n - 1) * (lat_s + chunk / (bw_GBps * 1e9))
+
+
+def codec_time(size_bytes, GBps):
+    return 0.0 if GBps is None else size_bytes / (GBps * 1e9)
+
+
+def scheme_axes(name, rates):
+    """axis -> (codec, ratio, throughput GB/s) for a scheme."""
+    a = ASSUMPTIONS
+    def zfp(rate):
+        return ("zfp:%d" % rate, a["bytes_per_value"] * 8 / rate, a["zfp_GBps"])
+    mpc = ("mpc", a["mpc_ratio"], a["mpc_GBps"])
+    none = ("none", 1.0, None)
+    if name == "none":
+        return {"tp": none, "pp": none, "dp": none}
+    if name == "naive":
+        return {"tp": zfp(rates[0]), "pp": zfp(rates[0]), "dp": zfp(rates[0])}
+    if name == "mzhybrid":
+        return {"tp": mpc, "pp": mpc, "dp": zfp(rates[0])}
+    if name == "zhybrid":
+        return {"tp": zfp(rates[0]), "pp": zfp(rates[0]), "dp": zfp(rates[1])}
+    raise ValueError(name)
+
+
+def step_time(name, rates):
+    a = ASSUMPTIONS
+    L, h, s, b, V = a["layers"], a["hidden"], a["seq"], a["micro_batch"], a["vocab"]
+    tp, pp, dp = a["tp"], a["pp"], a["dp"]
+    micro = a["global_batch"] // (dp * b)
+    # Megatron-LM (Narayanan et al. 2021) FLOPs per step with recomputation, whole model.
+    B = a["global_batch"]
+    flops = 96 * B * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+    compute = flops / (tp * pp * dp) / (a["achieved_tflops"] * 1e12)
+    bubble = compute * (pp - 1) / micro
+    axes = scheme_axes(name, rates)
+
+    msg = s * b * h * a["bytes_per_value"]  # one (s, b, h) activation tensor
+    # Tensor parallel: 2 fwd + 2 bwd + 2 recompute allreduces per layer per micro-batch.
+    n_tp = 6 * (L // pp) * micro
+    codec, ratio, gbps = axes["tp"]
+    t_tp_wire = n_tp * ring_allreduce_time(msg, tp, a["tp_bw_GBps"], a["tp_lat_s"], ratio)
+    # ring allreduce compresses each chunk at each of its (n-1) reduce steps + once to gather
+    t_tp_codec = n_tp * (2 * codec_time(msg, gbps) * (tp) / tp) if gbps else 0.0
+    # Pipeline: one forward send and one backward send per micro-batch on the critical path.
+    codec_p, ratio_p, gbps_p = axes["pp"]
+    n_pp = 2 * micro
+    t_pp_wire = n_pp * (a["inter_lat_s"] + msg / ratio_p / (a["inter_bw_GBps"] * 1e9))
+    t_pp_codec = n_pp * 2 * codec_time(msg, gbps_p)
+    # Data parallel: ring allreduce of the gradient shard (fp16).
+    params = 12 * L * h * h + 2 * V * h
+    grad_bytes = params / (tp * pp) * a["bytes_per_value"]
+    codec_d, ratio_d, gbps_d = axes["dp"]
+    t_dp_wire = ring_allreduce_time(grad_bytes, dp, a["inter_bw_GBps"], a["inter_lat_s"], ratio_d)
+    if gbps_d:
+        # each rank compresses 2(n-1)/n of the buffer and decompresses as much; overlapped
+        # with the wire by segmenting, leaving one segment's codec time exposed
+        t_codec_total = 2 * codec_time(grad_bytes * 2 * (dp - 1) / dp, gbps_d)
+        t_dp = max(t_dp_wire, t_codec_total) + 2 * codec_time(a["dp_segment_bytes"], gbps_d)
+    else:
+        t_dp = t_dp_wire
+    total = compute + bubble + t_tp_wire + t_tp_codec + t_pp_wire + t_pp_codec + t_dp
+    return {
+        "scheme": name if name == "none" else "%s:%s" % (name, ",".join(map(str, rates))),
+        "compute_s": compute, "bubble_s": bubble,
+        "tp_s": t_tp_wire + t_tp_codec, "pp_s": t_pp_wire + t_pp_codec, "dp_s": t_dp,
+        "step_s": total,
+        "bytes": {"tp": n_tp * msg * 2 * (tp - 1) / tp, "pp": n_pp * msg / 2, "dp": grad_bytes * 2 * (dp - 1) / dp},
+    }
+
+
+def neox_table(naive_rate, mz_rate, zh_rates):
+    base = step_time("none", ())
+    rows = [base, step_time("naive", (naive_rate,)), step_time("mzhybrid", (mz_rate,)),
+            step_time("zhybrid", zh_rates)]
+    out = []
+    for r in rows:
+        r["speedup_pct"] = 100.0 * (base["step_s"] / r["step_s"] - 1.0)
+        r["paper"] = PAPER.get(r["scheme"].split(":")[0], "baseline")
+        out.append(r)
+    return out
+
+
+def small_predictions(ranks_list, sizes_mib, bw_Gbps, host_codec_GBps, ratios):
+    """Predicted allreduce seconds on the rate-limited namespace network (bench/comm)."""
+    rows = []
+    for n in ranks_list:
+        for mib in sizes_mib:
+            size = mib * (1 << 20)
+            for codec, ratio in ratios.items():
+                wire = ring_allreduce_time(size, n, bw_Gbps / 8.0, 50e-6, ratio)
+                gbps = host_codec_GBps.get(codec)
+                cod = 0.0 if not gbps else 2 * codec_time(size * 2 * (n - 1) / n, gbps)
+                rows.append({"ranks": n, "MiB": mib, "codec": codec,
+                             "predicted_s": max(wire, cod) + (cod / (2 * (n - 1)) if cod else 0.0)})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--naive-rate", type=int, default=8)
+    ap.add_argument("--mz-rate", type=int, default=8)
+    ap.add_argument("--zh-rates", default="12,4", help="MP rate, DP rate")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--small", action="store_true", help="also predict the small measured configurations")
+    ap.add_argument("--host-zfp-gbps", type=float, default=1.0, help="measured host ZFP GB/s (bench/codec)")
+    ap.add_argument("--host-mpc-gbps", type=float, default=2.0, help="measured host MPC GB/s (bench/codec)")
+    ap.add_argument("--mpc-ratio", type=float, default=1.10, help="measured MPC ratio on the benchmark data")
+    args = ap.parse_args()
+    zh = tuple(int(x) for x in args.zh_rates.split(","))
+    rows = neox_table(args.naive_rate, args.mz_rate, zh)
+    if args.json:
+        json.dump(rows, sys.stdout, indent=1)
+        print()
+    else:
+        print("GPT-NeoX-20B, 192 GPUs (TP=2 PP=4 DP=24, mb=4, seq=2048, fp16), modelled step time")
+        print("%-16s %9s %9s %8s %8s %8s %9s %9s  %s" % ("scheme", "compute", "bubble", "TP", "PP", "DP",
+                                                          "step(s)", "speedup", "paper"))
+        for r in rows:
+            print("%-16s %9.2f %9.2f %8.2f %8.2f %8.2f %9.2f %8.1f%%  %s" % (
+                r["scheme"], r["compute_s"], r["bubble_s"], r["tp_s"], r["pp_s"], r["dp_s"], r["step_s"],
+                r["speedup_pct"], r["paper"]))
+    # The paper's gains need communication to be a large share of the step. Sweep the
+    # effective inter-node bandwidth per GPU (contention, ZeRO-1's extra collectives and
+    # MPI overheads make it far lower than the nominal link) and show where each scheme's
+    # modelled speed-up lands.
+    if not args.json:
+        print("\nSpeed-up against effective inter-node bandwidth per GPU (GB/s); TP stays on NVLink:")
+        print("%10s %8s %10s %10s %10s" % ("GB/s", "comm%", "naive", "mzhybrid", "zhybrid"))
+        nominal = ASSUMPTIONS["inter_bw_GBps"]
+        for bw in (nominal, 2.0, 1.0, 0.5, 0.25, 0.125):
+            ASSUMPTIONS["inter_bw_GBps"] = bw
+            t = neox_table(args.naive_rate, args.mz_rate, zh)
+            comm = (t[0]["tp_s"] + t[0]["pp_s"] + t[0]["dp_s"]) / t[0]["step_s"] * 100
+            print("%10.3f %7.1f%% %9.1f%% %9.1f%% %9.1f%%" % (bw, comm, t[1]["speedup_pct"], t[2]["speedup_pct"],
+                                                              t[3]["speedup_pct"]))
+        ASSUMPTIONS["inter_bw_GBps"] = nominal
+    if args.small:
+        ratios = {"none": 1.0, "mpc": args.mpc_ratio, "zfp:4": 8.0, "zfp:8": 4.0, "zfp:16": 2.0}
+        gb = {"mpc": args.host_mpc_gbps, "zfp:4": args.host_zfp_gbps, "zfp:8": args.host_zfp_gbps,
+              "zfp:16": args.host_zfp_gbps}
+        print("\nPredicted allreduce seconds at 1 Gbit/s (compare with bench/comm measurements):")
+        for r in small_predictions([2, 4], [1, 16, 64, 256], 1.0, gb, ratios):
+            print("  ranks=%d %4d MiB %-7s %.3f s" % (r["ranks"], r["MiB"], r["codec"], r["predicted_s"]))
+
+
+if __name__ == "__main__":
+    main()
