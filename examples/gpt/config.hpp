@@ -1,0 +1,104 @@
+// examples/gpt/config.hpp: the model + training configuration, presets and command line.
+//
+//   gpt::config c = gpt::preset("tiny");   // then per-field overrides: c.layers = 4; ...
+//   c.validate(dp, pp, tp);                // throws with a message saying what does not divide
+//
+// The global batch (sequences per step) belongs to the configuration; the grid only decides
+// how it is divided, so one configuration gives one loss curve on any grid.
+#pragma once
+#include <cstdint>
+#include <sstream>
+#include <string>
+
+#include "hcomm/core/error.hpp"
+
+namespace gpt {
+
+enum class arch_kind : int { gpt2 = 0, neox = 1 };
+
+inline const char* to_string(arch_kind a) { return a == arch_kind::gpt2 ? "gpt2" : "neox"; }
+
+struct config {
+  // model
+  arch_kind arch = arch_kind::gpt2;
+  int vocab = 256;          // byte-level tokenizer
+  int block = 32;           // T: sequence length (also the learned-position table size)
+  int layers = 2;           // L
+  int channels = 64;        // C
+  int heads = 4;            // NH
+  float rotary_pct = 0.25f; // neox: fraction of each head's dims that get rotary
+  // batch
+  int batch = 8;            // B: global sequences per optimizer step
+  int micro_batch = 0;      // sequences per micro-batch on one DP rank (0: chosen from the grid)
+  // optimisation
+  int steps = 20;
+  float lr = 1e-3f;
+  float min_lr_frac = 0.1f; // cosine decays to lr * min_lr_frac
+  int warmup = 2;
+  float weight_decay = 0.1f;
+  float beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f;
+  float grad_clip = 1.0f;   // <= 0: off
+  std::uint64_t seed = 1337;
+  // evaluation
+  int eval_every = 0;       // 0: only at the end
+  int eval_batches = 2;
+  float val_frac = 0.1f;
+
+  int head_dim() const { return channels / heads; }
+  int rot_dim() const {
+    if (arch != arch_kind::neox) return 0;
+    int r = static_cast<int>(static_cast<float>(head_dim()) * rotary_pct);
+    return r - (r % 2);
+  }
+  int hidden() const { return 4 * channels; }
+
+  // Micro-batch size for a grid: the configured one, else one sequence per micro-batch with
+  // pipeline stages (so 1F1B has something to overlap) and the whole local batch without.
+  int micro_for(int dp, int pp) const {
+    if (micro_batch > 0) return micro_batch;
+    return pp > 1 ? 1 : batch / dp;
+  }
+
+  void validate(int dp, int pp, int tp) const {
+    auto bad = [](const std::string& m) { hcomm::fail(hcomm::errc::invalid_argument, "gpt config: " + m); };
+    if (channels % heads) bad("channels (" + std::to_string(channels) + ") must be divisible by heads");
+    if (heads % tp) bad("heads (" + std::to_string(heads) + ") must be divisible by --tp " + std::to_string(tp));
+    if (vocab % tp) bad("vocab (" + std::to_string(vocab) + ") must be divisible by --tp");
+    if (layers < pp) bad("--pp " + std::to_string(pp) + " exceeds the number of layers (" + std::to_string(layers) + ")");
+    if (batch % dp) bad("batch (" + std::to_string(batch) + ") must be divisible by --dp " + std::to_string(dp));
+    const int mb = micro_for(dp, pp);
+    if (mb < 1 || (batch / dp) % mb)
+      bad("per-DP-rank batch (" + std::to_string(batch / dp) + ") must be divisible by --micro-batch " +
+          std::to_string(mb));
+    if (arch == arch_kind::neox && (rotary_pct < 0.f || rotary_pct > 1.f)) bad("rotary_pct must be in [0, 1]");
+    if (block < 1 || steps < 0) bad("block and steps must be positive");
+  }
+
+  // A fingerprint of everything that shapes parameters, optimizer state or data order:
+  // a checkpoint from a different configuration is refused when this differs.
+  std::string fingerprint() const {
+    std::ostringstream s;
+    s << to_string(arch) << " V" << vocab << " T" << block << " L" << layers << " C" << channels << " NH" << heads
+      << " rot" << rot_dim() << " B" << batch << " steps" << steps << " lr" << lr << " min" << min_lr_frac << " wu"
+      << warmup << " wd" << weight_decay << " b" << beta1 << "," << beta2 << " eps" << eps << " clip" << grad_clip
+      << " seed" << seed << " val" << val_frac;
+    return s.str();
+  }
+};
+
+// Presets; fields can be overridden on the command line afterwards.
+inline config preset(const std::string& name) {
+  config c;
+  if (name == "tiny") {  // fast enough for tests: ~0.1M parameters
+    c.layers = 2; c.channels = 64; c.heads = 4; c.block = 32; c.batch = 8;
+  } else if (name == "small") {  // RESEARCH.md's PyTorch yardstick: 0.84M parameters
+    c.layers = 4; c.channels = 128; c.heads = 4; c.block = 128; c.batch = 8; c.lr = 1e-3f;
+  } else if (name == "medium") {  // minutes per step on 2 cores; for real runs elsewhere
+    c.layers = 8; c.channels = 256; c.heads = 8; c.block = 256; c.batch = 16; c.lr = 6e-4f;
+  } else {
+    hcomm::fail(hcomm::errc::invalid_argument, "unknown --model preset '" + name + "' (tiny|small|medium)");
+  }
+  return c;
+}
+
+}  // namespace gpt

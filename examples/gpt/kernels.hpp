@@ -1,0 +1,259 @@
+// examples/gpt/kernels.hpp: the fp32 CPU layers of the GPT trainer, llm.c style: each layer is
+// a forward/backward pair over plain arrays, shapes in comments. N = rows (micro-batch
+// sequences x T), C = channels. Backward functions ACCUMULATE (+=) into parameter gradients
+// and into the input gradient unless they say otherwise, so residual branches just add up.
+//
+//   gpt::k::layernorm_forward(out, mean, rstd, x, w, b, N, C);
+//   gpt::k::matmul_forward(out, x, W, bias, N, C, OC);        // out = x W^T + bias
+//
+// Loops parallelise over independent outputs only (never a shared reduction), so results do
+// not depend on the thread count order of summation within a row.
+#pragma once
+#include <cblas.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+namespace gpt::k {
+
+using idx = std::ptrdiff_t;
+
+// out[N,C] = (x - mean) * rstd * w + b over each row; mean, rstd [N] kept for backward.
+inline void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
+                              idx N, idx C) {
+  constexpr float eps = 1e-5f;
+#pragma omp parallel for
+  for (idx n = 0; n < N; ++n) {
+    const float* xn = x + n * C;
+    float m = 0.f;
+    for (idx i = 0; i < C; ++i) m += xn[i];
+    m /= static_cast<float>(C);
+    float v = 0.f;
+    for (idx i = 0; i < C; ++i) v += (xn[i] - m) * (xn[i] - m);
+    v /= static_cast<float>(C);
+    const float s = 1.f / std::sqrt(v + eps);
+    float* on = out + n * C;
+    for (idx i = 0; i < C; ++i) on[i] = (xn[i] - m) * s * w[i] + b[i];
+    mean[n] = m;
+    rstd[n] = s;
+  }
+}
+
+// dx[N,C] += ..., dw[C] += ..., db[C] += ... from dout[N,C].
+inline void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+                               const float* mean, const float* rstd, idx N, idx C) {
+#pragma omp parallel for
+  for (idx n = 0; n < N; ++n) {
+    const float* dn = dout + n * C;
+    const float* xn = x + n * C;
+    const float m = mean[n], s = rstd[n];
+    float dnorm_mean = 0.f, dnorm_norm_mean = 0.f;
+    for (idx i = 0; i < C; ++i) {
+      const float norm = (xn[i] - m) * s;
+      const float dnorm = w[i] * dn[i];
+      dnorm_mean += dnorm;
+      dnorm_norm_mean += dnorm * norm;
+    }
+    dnorm_mean /= static_cast<float>(C);
+    dnorm_norm_mean /= static_cast<float>(C);
+    float* dxn = dx + n * C;
+    for (idx i = 0; i < C; ++i) {
+      const float norm = (xn[i] - m) * s;
+      const float dnorm = w[i] * dn[i];
+      dxn[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+    }
+  }
+  // Parameter gradients: a reduction over rows, parallel over channels (deterministic).
+#pragma omp parallel for
+  for (idx i = 0; i < C; ++i) {
+    float gw = 0.f, gb = 0.f;
+    for (idx n = 0; n < N; ++n) {
+      const float norm = (x[n * C + i] - mean[n]) * rstd[n];
+      gw += norm * dout[n * C + i];
+      gb += dout[n * C + i];
+    }
+    dw[i] += gw;
+    db[i] += gb;
+  }
+}
+
+// out[N,OC] = x[N,C] W[OC,C]^T + bias[OC] (bias may be null).
+inline void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC) {
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(N), static_cast<int>(OC), static_cast<int>(C),
+              1.f, x, static_cast<int>(C), W, static_cast<int>(C), 0.f, out, static_cast<int>(OC));
+  if (bias) {
+#pragma omp parallel for
+    for (idx n = 0; n < N; ++n)
+      for (idx o = 0; o < OC; ++o) out[n * OC + o] += bias[o];
+  }
+}
+
+// dx[N,C] (+= if accumulate, else =) dout W; dW[OC,C] += dout^T x; dbias[OC] += sum_n dout.
+inline void matmul_backward(float* dx, float* dW, float* dbias, const float* dout, const float* x, const float* W, idx N,
+                            idx C, idx OC, bool accumulate_dx) {
+  const int n = static_cast<int>(N), c = static_cast<int>(C), oc = static_cast<int>(OC);
+  if (dx)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, c, oc, 1.f, dout, oc, W, c, accumulate_dx ? 1.f : 0.f,
+                dx, c);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, oc, c, n, 1.f, dout, oc, x, c, 1.f, dW, c);
+  if (dbias) {
+#pragma omp parallel for
+    for (idx o = 0; o < OC; ++o) {
+      float s = 0.f;
+      for (idx r = 0; r < N; ++r) s += dout[r * OC + o];
+      dbias[o] += s;
+    }
+  }
+}
+
+// GELU, tanh approximation (GPT-2's gelu_new; PyTorch gelu(approximate="tanh")).
+inline void gelu_forward(float* out, const float* x, idx n) {
+  const float s = std::sqrt(2.f / static_cast<float>(M_PI));
+#pragma omp parallel for
+  for (idx i = 0; i < n; ++i) {
+    const float v = x[i];
+    out[i] = 0.5f * v * (1.f + std::tanh(s * (v + 0.044715f * v * v * v)));
+  }
+}
+
+// dx[n] = dout * gelu'(x) (overwrites).
+inline void gelu_backward(float* dx, const float* x, const float* dout, idx n) {
+  const float s = std::sqrt(2.f / static_cast<float>(M_PI));
+#pragma omp parallel for
+  for (idx i = 0; i < n; ++i) {
+    const float v = x[i];
+    const float u = s * (v + 0.044715f * v * v * v);
+    const float th = std::tanh(u);
+    const float sech2 = 1.f - th * th;
+    const float local = 0.5f * (1.f + th) + 0.5f * v * sech2 * s * (1.f + 3.f * 0.044715f * v * v);
+    dx[i] = local * dout[i];
+  }
+}
+
+// Rotary position embedding (GPT-NeoX "rotate_half" convention) on the first `rot` dims of
+// every head of q and k, in place. qkv[N,3*Cl] rows at position t = n % T; tables cos/sin
+// [T, rot/2]. inverse = true applies the transpose rotation (the backward pass).
+inline void rotary_apply(float* qkv, const float* cos_t, const float* sin_t, idx N, idx T, idx nh, idx hd, idx rot,
+                         bool inverse) {
+  if (rot == 0) return;
+  const idx Cl = nh * hd, half = rot / 2;
+  const float sign = inverse ? -1.f : 1.f;
+#pragma omp parallel for
+  for (idx n = 0; n < N; ++n) {
+    const idx t = n % T;
+    for (int which = 0; which < 2; ++which) {  // q, then k
+      float* row = qkv + n * 3 * Cl + which * Cl;
+      for (idx h = 0; h < nh; ++h) {
+        float* x = row + h * hd;
+        for (idx i = 0; i < half; ++i) {
+          const float c = cos_t[t * half + i], s = sign * sin_t[t * half + i];
+          const float a = x[i], b = x[i + half];
+          x[i] = a * c - b * s;
+          x[i + half] = b * c + a * s;
+        }
+      }
+    }
+  }
+}
+
+// Causal self-attention over nh local heads of size hd.
+// qkv[B*T, 3*Cl] (q | k | v, head h at columns h*hd), att[B, nh, T, T] softmax kept for
+// backward, out[B*T, Cl].
+inline void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd) {
+  const idx Cl = nh * hd, ld = 3 * Cl;
+  const float scale = 1.f / std::sqrt(static_cast<float>(hd));
+  for (idx b = 0; b < B; ++b)
+    for (idx h = 0; h < nh; ++h) {
+      const float* q = qkv + b * T * ld + h * hd;
+      const float* kk = q + Cl;
+      const float* v = q + 2 * Cl;
+      float* P = att + (b * nh + h) * T * T;
+      // P[T,T] = scale * q k^T
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T), static_cast<int>(T),
+                  static_cast<int>(hd), scale, q, static_cast<int>(ld), kk, static_cast<int>(ld), 0.f, P,
+                  static_cast<int>(T));
+      for (idx t = 0; t < T; ++t) {  // causal softmax over j <= t
+        float* row = P + t * T;
+        float mx = row[0];
+        for (idx j = 1; j <= t; ++j) mx = row[j] > mx ? row[j] : mx;
+        float sum = 0.f;
+        for (idx j = 0; j <= t; ++j) {
+          row[j] = std::exp(row[j] - mx);
+          sum += row[j];
+        }
+        const float inv = 1.f / sum;
+        for (idx j = 0; j <= t; ++j) row[j] *= inv;
+        for (idx j = t + 1; j < T; ++j) row[j] = 0.f;
+      }
+      // out[T,hd] = P v
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(T), static_cast<int>(hd),
+                  static_cast<int>(T), 1.f, P, static_cast<int>(T), v, static_cast<int>(ld), 0.f,
+                  out + b * T * Cl + h * hd, static_cast<int>(Cl));
+    }
+}
+
+// dqkv[B*T, 3*Cl] (overwritten) from dout[B*T, Cl]; scratch holds T*T floats.
+inline void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att,
+                               idx B, idx T, idx nh, idx hd) {
+  const idx Cl = nh * hd, ld = 3 * Cl;
+  const int t_ = static_cast<int>(T), hd_ = static_cast<int>(hd), ld_ = static_cast<int>(ld), cl_ = static_cast<int>(Cl);
+  const float scale = 1.f / std::sqrt(static_cast<float>(hd));
+  for (idx b = 0; b < B; ++b)
+    for (idx h = 0; h < nh; ++h) {
+      const float* q = qkv + b * T * ld + h * hd;
+      const float* kk = q + Cl;
+      const float* v = q + 2 * Cl;
+      const float* P = att + (b * nh + h) * T * T;
+      const float* dO = dout + b * T * Cl + h * hd;
+      float* dq = dqkv + b * T * ld + h * hd;
+      float* dk = dq + Cl;
+      float* dv = dq + 2 * Cl;
+      float* dP = scratch;
+      // dP[T,T] = dO v^T ; dv[T,hd] = P^T dO
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t_, t_, hd_, 1.f, dO, cl_, v, ld_, 0.f, dP, t_);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t_, hd_, t_, 1.f, P, t_, dO, cl_, 0.f, dv, ld_);
+      // softmax backward: dS = P * (dP - sum_j P dP), zero above the diagonal
+      for (idx t = 0; t < T; ++t) {
+        const float* p = P + t * T;
+        float* d = dP + t * T;
+        float dot = 0.f;
+        for (idx j = 0; j <= t; ++j) dot += p[j] * d[j];
+        for (idx j = 0; j <= t; ++j) d[j] = p[j] * (d[j] - dot);
+        for (idx j = t + 1; j < T; ++j) d[j] = 0.f;
+      }
+      // dq = scale dS k ; dk = scale dS^T q
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t_, hd_, t_, scale, dP, t_, kk, ld_, 0.f, dq, ld_);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t_, hd_, t_, scale, dP, t_, q, ld_, 0.f, dk, ld_);
+    }
+}
+
+// out[N,C] = a + b (residual add).
+inline void residual_forward(float* out, const float* a, const float* b, idx n) {
+#pragma omp parallel for
+  for (idx i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+inline void add_inplace(float* out, const float* a, idx n) {
+#pragma omp parallel for
+  for (idx i = 0; i < n; ++i) out[i] += a[i];
+}
+
+inline void add_bias_rows(float* out, const float* bias, idx N, idx C) {
+#pragma omp parallel for
+  for (idx n = 0; n < N; ++n)
+    for (idx c = 0; c < C; ++c) out[n * C + c] += bias[c];
+}
+
+// db[C] += sum over rows of d[N,C].
+inline void bias_backward(float* db, const float* d, idx N, idx C) {
+#pragma omp parallel for
+  for (idx c = 0; c < C; ++c) {
+    float s = 0.f;
+    for (idx n = 0; n < N; ++n) s += d[n * C + c];
+    db[c] += s;
+  }
+}
+
+}  // namespace gpt::k

@@ -1,0 +1,581 @@
+// examples/gpt/model.hpp: one pipeline stage of a GPT-2 / GPT-NeoX model, sharded for tensor
+// parallelism as in Megatron-LM, fp32 on the CPU.
+//
+//   gpt::stage_model m(cfg, {.pp = 1, .pp_rank = 0, .tp = 1, .tp_rank = 0}, micro, n_micro);
+//   m.init_params();                       // same values on every grid (global tensors, then shards)
+//   float loss_sum = m.forward(0, tokens, targets, tp);  // last stage: sum of token losses
+//   m.backward(0, tokens, tp, 1.f / (B * T));
+//
+// Layout: all parameters of the stage live in ONE allocation (`params`), carved into tensors
+// in a fixed order; gradients, Adam moments mirror it. Global tensor order (used by the
+// PyTorch debug state and by initialisation):
+//   gpt2: wte[V,C] wpe[T,C] {ln1_w ln1_b qkv_w[3C,C] qkv_b proj_w[C,C] proj_b ln2_w ln2_b
+//         fc_w[4C,C] fc_b fcp_w[C,4C] fcp_b} x L  lnf_w lnf_b          (lm head = wte, tied)
+//   neox: wte[V,C] {same 12 per layer} x L lnf_w lnf_b lm_w[V,C]       (untied, no wpe)
+// Sharding over TP ranks: qkv (q, k, v blocks each split by heads) and fc are column-parallel,
+// proj and fcp are row-parallel (split along their input), wte/lm_w are vocab-parallel (rows),
+// everything else is replicated. Row-parallel biases are added once, after the allreduce.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "kernels.hpp"
+
+namespace gpt {
+
+// Tensor-parallel communicator of a single rank: what the model uses when TP = 1 without MPI.
+struct solo_tp {
+  void allreduce(std::span<float>) {}
+  void allgather(std::span<const float> in, std::span<float> out) { std::copy(in.begin(), in.end(), out.begin()); }
+};
+
+enum class shard_kind : int { replicated, rows, qkv_rows, cols };
+
+struct param_spec {
+  std::string name;
+  int layer = -1;          // -1: not in a transformer block
+  std::int64_t rows = 0;   // global shape [rows, cols]; vectors have cols = 1
+  std::int64_t cols = 1;
+  shard_kind shard = shard_kind::replicated;
+  bool decay = false;      // AdamW weight decay: matrices only
+  float init_std = 0.f;    // 0: constant init_value
+  float init_value = 0.f;
+  std::int64_t numel() const { return rows * cols; }
+};
+
+// The global parameter list in canonical order.
+inline std::vector<param_spec> global_specs(const config& c) {
+  const std::int64_t V = c.vocab, C = c.channels, T = c.block, H = c.hidden();
+  const float std0 = 0.02f, std_res = 0.02f / std::sqrt(2.f * static_cast<float>(c.layers));
+  std::vector<param_spec> s;
+  s.push_back({"wte", -1, V, C, shard_kind::rows, true, std0, 0});
+  if (c.arch == arch_kind::gpt2) s.push_back({"wpe", -1, T, C, shard_kind::replicated, true, std0 / 2, 0});
+  for (int l = 0; l < c.layers; ++l) {
+    auto n = [&](const char* x) {  // appended piecewise: GCC 12 warns (-Wrestrict) on "h" + std::string
+      std::string r("h");
+      r.append(std::to_string(l)).append(".").append(x);
+      return r;
+    };
+    s.push_back({n("ln1_w"), l, C, 1, shard_kind::replicated, false, 0, 1});
+    s.push_back({n("ln1_b"), l, C, 1, shard_kind::replicated, false, 0, 0});
+    s.push_back({n("qkv_w"), l, 3 * C, C, shard_kind::qkv_rows, true, std0, 0});
+    s.push_back({n("qkv_b"), l, 3 * C, 1, shard_kind::qkv_rows, false, 0, 0});
+    s.push_back({n("proj_w"), l, C, C, shard_kind::cols, true, std_res, 0});
+    s.push_back({n("proj_b"), l, C, 1, shard_kind::replicated, false, 0, 0});
+    s.push_back({n("ln2_w"), l, C, 1, shard_kind::replicated, false, 0, 1});
+    s.push_back({n("ln2_b"), l, C, 1, shard_kind::replicated, false, 0, 0});
+    s.push_back({n("fc_w"), l, H, C, shard_kind::rows, true, std0, 0});
+    s.push_back({n("fc_b"), l, H, 1, shard_kind::rows, false, 0, 0});
+    s.push_back({n("fcp_w"), l, C, H, shard_kind::cols, true, std_res, 0});
+    s.push_back({n("fcp_b"), l, C, 1, shard_kind::replicated, false, 0, 0});
+  }
+  s.push_back({"lnf_w", -1, C, 1, shard_kind::replicated, false, 0, 1});
+  s.push_back({"lnf_b", -1, C, 1, shard_kind::replicated, false, 0, 0});
+  if (c.arch == arch_kind::neox) s.push_back({"lm_w", -1, V, C, shard_kind::rows, true, std0, 0});
+  return s;
+}
+
+constexpr int params_per_layer = 12;
+
+// Index of a tensor in global_specs().
+inline int global_index_of_layer(const config& c, int layer) { return (c.arch == arch_kind::gpt2 ? 2 : 1) + layer * params_per_layer; }
+
+// Copies the TP shard of global tensor g (row-major [rows, cols]) into out.
+inline void extract_shard(const param_spec& s, const float* g, int tp, int r, float* out) {
+  const std::int64_t R = s.rows, K = s.cols;
+  switch (s.shard) {
+    case shard_kind::replicated:
+      for (std::int64_t i = 0; i < R * K; ++i) out[i] = g[i];
+      break;
+    case shard_kind::rows: {
+      const std::int64_t rl = R / tp;
+      for (std::int64_t i = 0; i < rl * K; ++i) out[i] = g[r * rl * K + i];
+      break;
+    }
+    case shard_kind::qkv_rows: {  // three blocks of R/3 rows, each split by heads
+      const std::int64_t blk = R / 3, bl = blk / tp;
+      for (int j = 0; j < 3; ++j)
+        for (std::int64_t i = 0; i < bl * K; ++i) out[j * bl * K + i] = g[(j * blk + r * bl) * K + i];
+      break;
+    }
+    case shard_kind::cols: {
+      const std::int64_t kl = K / tp;
+      for (std::int64_t i = 0; i < R; ++i)
+        for (std::int64_t j = 0; j < kl; ++j) out[i * kl + j] = g[i * K + r * kl + j];
+      break;
+    }
+  }
+}
+
+// The inverse: writes a shard back into its place in the global tensor.
+inline void insert_shard(const param_spec& s, const float* in, int tp, int r, float* g) {
+  const std::int64_t R = s.rows, K = s.cols;
+  switch (s.shard) {
+    case shard_kind::replicated:
+      for (std::int64_t i = 0; i < R * K; ++i) g[i] = in[i];
+      break;
+    case shard_kind::rows: {
+      const std::int64_t rl = R / tp;
+      for (std::int64_t i = 0; i < rl * K; ++i) g[r * rl * K + i] = in[i];
+      break;
+    }
+    case shard_kind::qkv_rows: {
+      const std::int64_t blk = R / 3, bl = blk / tp;
+      for (int j = 0; j < 3; ++j)
+        for (std::int64_t i = 0; i < bl * K; ++i) g[(j * blk + r * bl) * K + i] = in[j * bl * K + i];
+      break;
+    }
+    case shard_kind::cols: {
+      const std::int64_t kl = K / tp;
+      for (std::int64_t i = 0; i < R; ++i)
+        for (std::int64_t j = 0; j < kl; ++j) g[i * K + r * kl + j] = in[i * kl + j];
+      break;
+    }
+  }
+}
+
+inline std::int64_t shard_numel(const param_spec& s, int tp) {
+  return s.shard == shard_kind::replicated ? s.numel() : s.numel() / tp;
+}
+
+// Deterministic N(0, std) from a 64-bit seed (splitmix64 + Box-Muller): the same on every
+// platform and grid, unlike std::normal_distribution.
+struct rng {
+  std::uint64_t state;
+  std::uint64_t next_u64() {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0); }  // [0,1)
+  double normal() {
+    const double u1 = 1.0 - uniform(), u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+  }
+};
+
+struct stage_place {
+  int pp = 1, pp_rank = 0, tp = 1, tp_rank = 0;
+};
+
+// Layers [first, last) of stage s: as even as possible, earlier stages take the remainder.
+inline std::pair<int, int> stage_layers(int L, int pp, int s) {
+  const int base = L / pp, extra = L % pp;
+  const int first = s * base + (s < extra ? s : extra);
+  return {first, first + base + (s < extra ? 1 : 0)};
+}
+
+struct local_tensor {
+  int global = 0;          // index into global_specs
+  std::int64_t offset = 0; // into the stage's parameter allocation
+  std::int64_t numel = 0;
+  bool tied_copy = false;  // gpt2 with pp > 1: the last stage's copy of wte
+  bool counts_in_norm = true;  // false for TP-replicated tensors on tp_rank > 0 and for tied copies
+};
+
+class stage_model {
+ public:
+  struct layer_p {  // parameter (or gradient) pointers of one block, local shards
+    float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b, *ln2_w, *ln2_b, *fc_w, *fc_b, *fcp_w, *fcp_b;
+  };
+  struct layer_a {  // activations of one block for one micro-batch
+    float *ln1, *mean1, *rstd1, *qkv, *att, *atty, *r1, *ln2, *mean2, *rstd2, *h, *g, *out;
+  };
+  struct head_a {
+    float *lnf, *meanf, *rstdf;
+  };
+
+  stage_model(const config& c, stage_place place, int micro, int n_micro)
+      : cfg_(c), place_(place), S_(micro), M_(n_micro) {
+    specs_ = global_specs(c);
+    first_ = place.pp_rank == 0;
+    last_ = place.pp_rank == place.pp - 1;
+    std::tie(l0_, l1_) = stage_layers(c.layers, place.pp, place.pp_rank);
+    const int tp = place.tp;
+    T_ = c.block; C_ = c.channels; N_ = static_cast<std::int64_t>(S_) * T_;
+    nh_ = c.heads / tp; hd_ = c.head_dim(); Cl_ = nh_ * hd_; Hl_ = c.hidden() / tp; Vl_ = c.vocab / tp;
+    rot_ = c.rot_dim();
+
+    std::int64_t off = 0;
+    auto add = [&](int g, bool tied_copy) {
+      local_tensor t;
+      t.global = g;
+      t.offset = off;
+      t.numel = shard_numel(specs_[g], tp);
+      t.tied_copy = tied_copy;
+      t.counts_in_norm = !tied_copy && (specs_[g].shard != shard_kind::replicated || place.tp_rank == 0);
+      off += t.numel;
+      tensors_.push_back(t);
+    };
+    if (first_) {
+      add(0, false);
+      if (c.arch == arch_kind::gpt2) add(1, false);
+    }
+    for (int l = l0_; l < l1_; ++l)
+      for (int j = 0; j < params_per_layer; ++j) add(global_index_of_layer(c, l) + j, false);
+    if (last_) {
+      const int lnf = global_index_of_layer(c, c.layers);
+      add(lnf, false);
+      add(lnf + 1, false);
+      if (c.arch == arch_kind::neox) add(lnf + 2, false);
+      else if (!first_) add(0, true);  // tied lm head lives on another stage: keep a synchronised copy
+    }
+    params.assign(off, 0.f);
+    grads.assign(off, 0.f);
+
+    // activations: one region per micro-batch (1F1B keeps up to pp of them alive; we keep all)
+    const std::int64_t per_layer = N_ * C_ * 4 + N_ * 4 + N_ * 3 * Cl_ + S_ * nh_ * T_ * T_ + N_ * Cl_ + 2 * N_ * Hl_;
+    act_stride_ = N_ * C_ + per_layer * (l1_ - l0_) + (last_ ? N_ * C_ + 2 * N_ : 0);
+    acts_.assign(static_cast<std::size_t>(act_stride_ * M_), 0.f);
+    dres_.assign(N_ * C_, 0.f);
+    dln_a_.assign(N_ * C_, 0.f);
+    dln_b_.assign(N_ * C_, 0.f);
+    dhid_.assign(N_ * Hl_, 0.f);
+    dqkv_.assign(N_ * 3 * Cl_, 0.f);
+    datty_.assign(N_ * Cl_, 0.f);
+    dP_.assign(T_ * T_, 0.f);
+    if (last_) {
+      logits_.assign(N_ * Vl_, 0.f);
+      ce_max_.assign(N_, 0.f);
+      ce_gather_.assign(N_ * tp, 0.f);
+      ce_sums_.assign(2 * N_, 0.f);
+    }
+    if (rot_ > 0) {
+      const int half = rot_ / 2;
+      cos_.resize(static_cast<std::size_t>(T_) * half);
+      sin_.resize(cos_.size());
+      for (int t = 0; t < T_; ++t)
+        for (int i = 0; i < half; ++i) {
+          // inv_freq = 10000^(-2i/rot), computed in float like PyTorch's reference
+          const float inv = 1.f / std::pow(10000.f, static_cast<float>(2 * i) / static_cast<float>(rot_));
+          const float a = static_cast<float>(t) * inv;
+          cos_[t * half + i] = std::cos(a);
+          sin_[t * half + i] = std::sin(a);
+        }
+    }
+  }
+
+  // ---- parameters -------------------------------------------------------------------------
+  const config& cfg() const { return cfg_; }
+  const std::vector<param_spec>& specs() const { return specs_; }
+  const std::vector<local_tensor>& tensors() const { return tensors_; }
+  bool is_first() const { return first_; }
+  bool is_last() const { return last_; }
+  int micro() const { return S_; }
+  int n_micro() const { return M_; }
+  std::int64_t rows() const { return N_; }  // N = micro x T
+  std::int64_t act_numel() const { return N_ * C_; }
+  std::int64_t local_vocab() const { return Vl_; }
+
+  // Same values on every grid: each global tensor is drawn from its own seeded stream.
+  void init_params() {
+    std::vector<float> g;
+    for (const auto& t : tensors_) {
+      const auto& s = specs_[t.global];
+      g.assign(static_cast<std::size_t>(s.numel()), s.init_value);
+      if (s.init_std > 0.f) {
+        rng r{cfg_.seed * 1000003ull + static_cast<std::uint64_t>(t.global) * 7919ull};
+        for (auto& x : g) x = static_cast<float>(r.normal() * s.init_std);
+      }
+      extract_shard(s, g.data(), place_.tp, place_.tp_rank, params.data() + t.offset);
+    }
+  }
+  // Loads from global tensors (e.g. the PyTorch debug state): global[i] is tensor i of global_specs.
+  void load_global(const std::vector<std::vector<float>>& global) {
+    for (const auto& t : tensors_)
+      extract_shard(specs_[t.global], global[t.global].data(), place_.tp, place_.tp_rank, params.data() + t.offset);
+  }
+  void zero_grads() { std::fill(grads.begin(), grads.end(), 0.f); }
+
+  // Sum of squared gradients this rank contributes to the global norm: TP-replicated tensors
+  // only from tp rank 0 and the tied copy never, so summing over TP and PP counts each once.
+  double local_grad_sq() const {
+    double s = 0.0;
+    for (const auto& t : tensors_) {
+      if (!t.counts_in_norm) continue;
+      double a = 0.0;
+      for (std::int64_t i = t.offset; i < t.offset + t.numel; ++i) a += static_cast<double>(grads[i]) * grads[i];
+      s += a;
+    }
+    return s;
+  }
+  void scale_grads(float f) {
+    for (auto& g : grads) g *= f;
+  }
+
+  // ---- forward / backward of one micro-batch ------------------------------------------------
+  // First stage: tokens[N] are embedded; other stages: input(mb) must hold the received
+  // activations. Last stage: returns the sum of token losses over targets[N] and leaves
+  // d loss / d logits (scaled by loss_scale) for backward(). Others return 0.
+  template <class Tp>
+  double forward(int mb, const int* tokens, const int* targets, Tp& tp, float loss_scale, bool want_grad = true) {
+    float* x = input(mb);
+    if (first_) embed_forward(x, tokens, tp);
+    for (int l = l0_; l < l1_; ++l) {
+      layer_forward(l, acts_of(mb, l), x, tp);
+      x = acts_of(mb, l).out;
+    }
+    if (!last_) return 0.0;
+    head_a ha = head_of(mb);
+    k::layernorm_forward(ha.lnf, ha.meanf, ha.rstdf, x, p_lnf_w(), p_lnf_b(), N_, C_);
+    k::matmul_forward(logits_.data(), ha.lnf, p_lm(), nullptr, N_, C_, Vl_);  // [N, V/tp]
+    return cross_entropy(targets, tp, loss_scale, want_grad);
+  }
+  // Output activations of the stage for micro-batch mb ([N, C], to send to the next stage).
+  const float* output(int mb) { return acts_of(mb, l1_ - 1).out; }
+  float* input(int mb) { return acts_.data() + act_stride_ * mb; }
+  // Gradient w.r.t. the stage output (to fill from the next stage before backward) and,
+  // after backward, w.r.t. the stage input (to send to the previous stage).
+  float* dres() { return dres_.data(); }
+  const float* logits() const { return logits_.data(); }  // valid after forward on the last stage
+
+  template <class Tp>
+  void backward(int mb, const int* tokens, Tp& tp) {
+    if (last_) {
+      head_a ha = head_of(mb);
+      // logits_ now holds d loss / d logits [N, V/tp]; the lm head is column-parallel over
+      // the vocabulary, so the input gradient is a partial sum over TP ranks.
+      std::fill(dln_a_.begin(), dln_a_.end(), 0.f);
+      k::matmul_backward(dln_a_.data(), g_lm(), nullptr, logits_.data(), ha.lnf, p_lm(), N_, C_, Vl_, false);
+      tp.allreduce(std::span<float>(dln_a_));
+      std::fill(dres_.begin(), dres_.end(), 0.f);
+      k::layernorm_backward(dres_.data(), g_lnf_w(), g_lnf_b(), dln_a_.data(), acts_of(mb, l1_ - 1).out, p_lnf_w(),
+                            ha.meanf, ha.rstdf, N_, C_);
+    }
+    for (int l = l1_ - 1; l >= l0_; --l) layer_backward(l, mb, tp);
+    if (first_) embed_backward(tokens);
+  }
+
+  // ---- pointers ----------------------------------------------------------------------------
+  layer_p layer_params(int l, float* base) const {
+    float* p = base + tensors_[local_layer_tensor(l)].offset;
+    std::int64_t C = C_, Cl = Cl_, H = Hl_;
+    layer_p r{};
+    r.ln1_w = p; p += C;
+    r.ln1_b = p; p += C;
+    r.qkv_w = p; p += 3 * Cl * C;
+    r.qkv_b = p; p += 3 * Cl;
+    r.proj_w = p; p += C * Cl;
+    r.proj_b = p; p += C;
+    r.ln2_w = p; p += C;
+    r.ln2_b = p; p += C;
+    r.fc_w = p; p += H * C;
+    r.fc_b = p; p += H;
+    r.fcp_w = p; p += C * H;
+    r.fcp_b = p;
+    return r;
+  }
+
+ private:
+  int local_layer_tensor(int l) const { return (first_ ? (cfg_.arch == arch_kind::gpt2 ? 2 : 1) : 0) + (l - l0_) * params_per_layer; }
+  int head_tensor() const { return local_layer_tensor(l1_); }
+  float* p_wte() { return params.data() + tensors_[0].offset; }
+  float* g_wte() { return grads.data() + tensors_[0].offset; }
+  float* p_wpe() { return params.data() + tensors_[1].offset; }
+  float* g_wpe() { return grads.data() + tensors_[1].offset; }
+  float* p_lnf_w() { return params.data() + tensors_[head_tensor()].offset; }
+  float* p_lnf_b() { return params.data() + tensors_[head_tensor() + 1].offset; }
+  float* g_lnf_w() { return grads.data() + tensors_[head_tensor()].offset; }
+  float* g_lnf_b() { return grads.data() + tensors_[head_tensor() + 1].offset; }
+  int lm_tensor() const { return (cfg_.arch == arch_kind::gpt2 && first_) ? 0 : head_tensor() + 2; }
+  float* p_lm() { return params.data() + tensors_[lm_tensor()].offset; }
+  float* g_lm() { return grads.data() + tensors_[lm_tensor()].offset; }
+
+  layer_a acts_of(int mb, int l) {
+    float* p = acts_.data() + act_stride_ * mb + N_ * C_;
+    const std::int64_t per_layer = N_ * C_ * 4 + N_ * 4 + N_ * 3 * Cl_ + S_ * nh_ * T_ * T_ + N_ * Cl_ + 2 * N_ * Hl_;
+    p += per_layer * (l - l0_);
+    layer_a a{};
+    a.ln1 = p; p += N_ * C_;
+    a.mean1 = p; p += N_;
+    a.rstd1 = p; p += N_;
+    a.qkv = p; p += N_ * 3 * Cl_;
+    a.att = p; p += S_ * nh_ * T_ * T_;
+    a.atty = p; p += N_ * Cl_;
+    a.r1 = p; p += N_ * C_;
+    a.ln2 = p; p += N_ * C_;
+    a.mean2 = p; p += N_;
+    a.rstd2 = p; p += N_;
+    a.h = p; p += N_ * Hl_;
+    a.g = p; p += N_ * Hl_;
+    a.out = p;
+    return a;
+  }
+  head_a head_of(int mb) {
+    float* p = acts_of(mb, l1_ - 1).out + N_ * C_;
+    return {p, p + N_ * C_, p + N_ * C_ + N_};
+  }
+  const float* layer_input(int mb, int l) { return l == l0_ ? input(mb) : acts_of(mb, l - 1).out; }
+
+  // x[N,C] = wte[token] (vocab-parallel: rows outside this shard give 0, then allreduce) + wpe[t]
+  template <class Tp>
+  void embed_forward(float* x, const int* tokens, Tp& tp) {
+    const std::int64_t v0 = static_cast<std::int64_t>(place_.tp_rank) * Vl_;
+    const float* wte = p_wte();
+#pragma omp parallel for
+    for (std::int64_t n = 0; n < N_; ++n) {
+      const std::int64_t v = tokens[n] - v0;
+      float* xn = x + n * C_;
+      if (v >= 0 && v < Vl_)
+        for (std::int64_t c = 0; c < C_; ++c) xn[c] = wte[v * C_ + c];
+      else
+        for (std::int64_t c = 0; c < C_; ++c) xn[c] = 0.f;
+    }
+    tp.allreduce(std::span<float>(x, static_cast<std::size_t>(N_ * C_)));
+    if (cfg_.arch == arch_kind::gpt2) {
+      const float* wpe = p_wpe();
+#pragma omp parallel for
+      for (std::int64_t n = 0; n < N_; ++n)
+        for (std::int64_t c = 0; c < C_; ++c) x[n * C_ + c] += wpe[(n % T_) * C_ + c];
+    }
+  }
+  void embed_backward(const int* tokens) {
+    const std::int64_t v0 = static_cast<std::int64_t>(place_.tp_rank) * Vl_;
+    float* dwte = g_wte();
+    const float* d = dres_.data();
+    // Serial over rows: several rows may hit the same token (a parallel loop would race).
+    for (std::int64_t n = 0; n < N_; ++n) {
+      const std::int64_t v = tokens[n] - v0;
+      if (v >= 0 && v < Vl_)
+        for (std::int64_t c = 0; c < C_; ++c) dwte[v * C_ + c] += d[n * C_ + c];
+    }
+    if (cfg_.arch == arch_kind::gpt2) {
+      float* dwpe = g_wpe();
+#pragma omp parallel for
+      for (std::int64_t c = 0; c < C_; ++c)
+        for (std::int64_t n = 0; n < N_; ++n) dwpe[(n % T_) * C_ + c] += d[n * C_ + c];
+    }
+  }
+
+  template <class Tp>
+  void layer_forward(int l, const layer_a& a, const float* x, Tp& tp) {
+    const layer_p p = layer_params(l, params.data());
+    const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
+    // attention branch: ln1 -> qkv (column-parallel) -> rotary -> attention -> proj (row-parallel)
+    k::layernorm_forward(a.ln1, a.mean1, a.rstd1, x, p.ln1_w, p.ln1_b, N, C);      // [N,C]
+    k::matmul_forward(a.qkv, a.ln1, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                // [N,3C/tp]
+    k::rotary_apply(a.qkv, cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, false);
+    k::attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_);                  // [N,C/tp]
+    float* attn_out = a.out;  // borrow the output buffer for the attention branch [N,C]
+    k::matmul_forward(attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);               // partial [N,C]
+    tp.allreduce(std::span<float>(attn_out, static_cast<std::size_t>(N * C)));
+    k::add_bias_rows(attn_out, p.proj_b, N, C);
+    // gpt2: r1 = x + attn; mlp reads ln2(r1). neox (parallel residual): mlp reads ln2(x).
+    const float* mlp_in = x;
+    if (cfg_.arch == arch_kind::gpt2) {
+      k::residual_forward(a.r1, x, attn_out, N * C);
+      mlp_in = a.r1;
+    } else {
+      k::residual_forward(a.r1, x, attn_out, N * C);  // x + attn, the mlp output is added below
+    }
+    k::layernorm_forward(a.ln2, a.mean2, a.rstd2, mlp_in, p.ln2_w, p.ln2_b, N, C);  // [N,C]
+    k::matmul_forward(a.h, a.ln2, p.fc_w, p.fc_b, N, C, H);                         // [N,4C/tp]
+    k::gelu_forward(a.g, a.h, N * H);
+    k::matmul_forward(a.out, a.g, p.fcp_w, nullptr, N, H, C);                       // partial [N,C]
+    tp.allreduce(std::span<float>(a.out, static_cast<std::size_t>(N * C)));
+    k::add_bias_rows(a.out, p.fcp_b, N, C);
+    k::add_inplace(a.out, a.r1, N * C);  // out = r1 + mlp  (gpt2: x+attn+mlp sequentially; neox: in parallel)
+  }
+
+  // dres_ holds d loss / d out on entry and d loss / d x on exit.
+  template <class Tp>
+  void layer_backward(int l, int mb, Tp& tp) {
+    const layer_a a = acts_of(mb, l);
+    const float* x = layer_input(mb, l);
+    const layer_p p = layer_params(l, params.data());
+    const layer_p g = layer_params(l, grads.data());
+    const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
+    float* d = dres_.data();
+    const bool gpt2 = cfg_.arch == arch_kind::gpt2;
+    const float* mlp_in = gpt2 ? a.r1 : x;
+    // mlp branch: d out -> fcp (row-parallel: local input grad, no comm) -> gelu -> fc
+    // (column-parallel: the input gradient is a partial sum -> allreduce)
+    k::matmul_backward(dhid_.data(), g.fcp_w, g.fcp_b, d, a.g, p.fcp_w, N, H, C, false);  // d g [N,4C/tp]
+    k::gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);                              // d h
+    k::matmul_backward(dln_b_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln2, p.fc_w, N, C, H, false);
+    tp.allreduce(std::span<float>(dln_b_));                                                 // d ln2 [N,C]
+    if (gpt2) {
+      // d r1 = d out + ln2'(d ln2); the attention branch then sees d r1
+      k::layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), mlp_in, p.ln2_w, a.mean2, a.rstd2, N, C);
+    }
+    // attention branch with d attn = d (gpt2: d r1, neox: d out)
+    k::matmul_backward(datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C, false);  // [N,C/tp]
+    k::attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, S_, T_, nh_, hd_);
+    k::rotary_apply(dqkv_.data(), cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, true);
+    k::matmul_backward(dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), a.ln1, p.qkv_w, N, C, 3 * Cl, false);
+    tp.allreduce(std::span<float>(dln_a_));                                                 // d ln1 [N,C]
+    if (!gpt2) k::layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), x, p.ln2_w, a.mean2, a.rstd2, N, C);
+    k::layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), x, p.ln1_w, a.mean1, a.rstd1, N, C);  // d x
+  }
+
+  // Vocab-parallel cross-entropy over logits_[N, V/tp]: the global row max comes from an
+  // allgather of local maxima, the sum of exponentials and the target logit from one
+  // allreduce; the backward needs no communication.
+  template <class Tp>
+  double cross_entropy(const int* targets, Tp& tp, float loss_scale, bool want_grad) {
+    const std::int64_t N = N_, V = Vl_, v0 = static_cast<std::int64_t>(place_.tp_rank) * Vl_;
+    float* z = logits_.data();
+#pragma omp parallel for
+    for (std::int64_t n = 0; n < N; ++n) {
+      float m = z[n * V];
+      for (std::int64_t v = 1; v < V; ++v) m = z[n * V + v] > m ? z[n * V + v] : m;
+      ce_max_[n] = m;
+    }
+    if (place_.tp > 1) {
+      tp.allgather(std::span<const float>(ce_max_), std::span<float>(ce_gather_));
+      for (std::int64_t n = 0; n < N; ++n) {
+        float m = ce_gather_[n];
+        for (int r = 1; r < place_.tp; ++r) m = ce_gather_[r * N + n] > m ? ce_gather_[r * N + n] : m;
+        ce_max_[n] = m;
+      }
+    }
+#pragma omp parallel for
+    for (std::int64_t n = 0; n < N; ++n) {
+      float s = 0.f;
+      for (std::int64_t v = 0; v < V; ++v) s += std::exp(z[n * V + v] - ce_max_[n]);
+      const std::int64_t t = targets[n] - v0;
+      ce_sums_[n] = s;
+      ce_sums_[N + n] = (t >= 0 && t < V) ? z[n * V + t] : 0.f;
+    }
+    tp.allreduce(std::span<float>(ce_sums_));
+    double loss = 0.0;
+    for (std::int64_t n = 0; n < N; ++n)
+      loss += static_cast<double>(std::log(ce_sums_[n]) + ce_max_[n] - ce_sums_[N + n]);
+    if (want_grad) {
+#pragma omp parallel for
+      for (std::int64_t n = 0; n < N; ++n) {
+        const float inv = 1.f / ce_sums_[n];
+        const std::int64_t t = targets[n] - v0;
+        for (std::int64_t v = 0; v < V; ++v) {
+          const float pr = std::exp(z[n * V + v] - ce_max_[n]) * inv;
+          z[n * V + v] = (pr - (v == t ? 1.f : 0.f)) * loss_scale;
+        }
+      }
+    }
+    return loss;
+  }
+
+  config cfg_;
+  stage_place place_;
+  int S_, M_;
+  std::vector<param_spec> specs_;
+  std::vector<local_tensor> tensors_;
+  bool first_ = true, last_ = true;
+  int l0_ = 0, l1_ = 0;
+  int T_ = 0, C_ = 0, nh_ = 0, hd_ = 0, Cl_ = 0, Hl_ = 0, Vl_ = 0, rot_ = 0;
+  std::int64_t N_ = 0, act_stride_ = 0;
+  std::vector<float> acts_, dres_, dln_a_, dln_b_, dhid_, dqkv_, datty_, dP_, logits_, ce_max_, ce_gather_, ce_sums_;
+  std::vector<float> cos_, sin_;
+
+ public:
+  std::vector<float> params, grads;  // one allocation each, carved by tensors()
+};
+
+}  // namespace gpt

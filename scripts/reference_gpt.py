@@ -1,0 +1,264 @@
+#!/usr/bin/python3
+"""PyTorch reference for examples/gpt: builds the same GPT-2 / GPT-NeoX model and writes a
+small binary debug state per architecture that tests/model/test_gpt_reference.cpp checks
+tensor by tensor (so CI needs no PyTorch).
+
+    /usr/bin/python3 scripts/reference_gpt.py --out tests/model/data
+    /usr/bin/python3 scripts/reference_gpt.py --bench --model small --threads 1   # ms/step
+
+Debug state layout (little endian):
+    b"GPTDBG01"
+    int32[16]  version=1, arch(0 gpt2, 1 neox), V, T, L, C, NH, rot_dim, B, steps, warmup, 0...
+    float32[8] lr, min_lr_frac, weight_decay, beta1, beta2, eps, grad_clip, rotary_pct
+    int32[B*T] inputs, int32[B*T] targets
+    int32      number of parameter tensors P, then P x float32[numel] (canonical order)
+    float32[B*T*V] logits, float32 loss
+    P x float32[numel] gradients
+    float32[steps] losses of `steps` AdamW steps on the same batch (loss before each update)
+
+Canonical order (examples/gpt/model.hpp): wte wpe(gpt2) {ln1_w ln1_b qkv_w qkv_b proj_w
+proj_b ln2_w ln2_b fc_w fc_b fcp_w fcp_b} x L lnf_w lnf_b lm_w(neox).
+"""
+import argparse
+import math
+import os
+import struct
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        C = cfg["C"]
+        self.cfg = cfg
+        self.ln1 = nn.LayerNorm(C, eps=1e-5)
+        self.qkv = nn.Linear(C, 3 * C)
+        self.proj = nn.Linear(C, C)
+        self.ln2 = nn.LayerNorm(C, eps=1e-5)
+        self.fc = nn.Linear(C, 4 * C)
+        self.fcp = nn.Linear(4 * C, C)
+
+    def attn(self, x, cos, sin):
+        B, T, C = x.shape
+        NH = self.cfg["NH"]
+        hd = C // NH
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q = q.view(B, T, NH, hd).transpose(1, 2)
+        k = k.view(B, T, NH, hd).transpose(1, 2)
+        v = v.view(B, T, NH, hd).transpose(1, 2)
+        rot = self.cfg["rot"]
+        if rot > 0:  # GPT-NeoX rotary (rotate_half) on the first rot dims of each head
+            def rope(t):
+                tr, tp = t[..., :rot], t[..., rot:]
+                x1, x2 = tr[..., : rot // 2], tr[..., rot // 2:]
+                rh = torch.cat((-x2, x1), dim=-1)
+                return torch.cat((tr * cos + rh * sin, tp), dim=-1)
+            q, k = rope(q), rope(k)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.proj(y)
+
+    def mlp(self, x):
+        return self.fcp(F.gelu(self.fc(x), approximate="tanh"))
+
+    def forward(self, x, cos, sin):
+        if self.cfg["arch"] == "gpt2":
+            x = x + self.attn(self.ln1(x), cos, sin)
+            return x + self.mlp(self.ln2(x))
+        return x + self.attn(self.ln1(x), cos, sin) + self.mlp(self.ln2(x))  # parallel residual
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        V, T, C = cfg["V"], cfg["T"], cfg["C"]
+        self.wte = nn.Embedding(V, C)
+        if cfg["arch"] == "gpt2":
+            self.wpe = nn.Embedding(T, C)
+        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg["L"])])
+        self.lnf = nn.LayerNorm(C, eps=1e-5)
+        if cfg["arch"] == "neox":
+            self.lm = nn.Linear(C, V, bias=False)
+        rot = cfg["rot"]
+        if rot > 0:
+            inv_freq = 1.0 / (10000 ** (torch.arange(0, rot, 2).float() / rot))
+            freqs = torch.arange(T).float()[:, None] * inv_freq[None, :]
+            emb = torch.cat((freqs, freqs), dim=-1)
+            self.cos, self.sin = emb.cos(), emb.sin()
+        else:
+            self.cos = self.sin = None
+
+    def canonical(self):
+        """Parameters in the order of examples/gpt/model.hpp global_specs()."""
+        ps = [self.wte.weight]
+        if self.cfg["arch"] == "gpt2":
+            ps.append(self.wpe.weight)
+        for b in self.blocks:
+            ps += [b.ln1.weight, b.ln1.bias, b.qkv.weight, b.qkv.bias, b.proj.weight, b.proj.bias,
+                   b.ln2.weight, b.ln2.bias, b.fc.weight, b.fc.bias, b.fcp.weight, b.fcp.bias]
+        ps += [self.lnf.weight, self.lnf.bias]
+        if self.cfg["arch"] == "neox":
+            ps.append(self.lm.weight)
+        return ps
+
+    def forward(self, idx, targets=None):
+        B, T = idx.shape
+        x = self.wte(idx)
+        if self.cfg["arch"] == "gpt2":
+            x = x + self.wpe(torch.arange(T))[None]
+        for b in self.blocks:
+            x = b(x, self.cos, self.sin)
+        x = self.lnf(x)
+        logits = x @ self.wte.weight.t() if self.cfg["arch"] == "gpt2" else self.lm(x)
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return logits, loss
+
+
+def lr_at(cfg, step):
+    if step < cfg["warmup"]:
+        return cfg["lr"] * (step + 1) / cfg["warmup"]
+    span = cfg["steps"] - cfg["warmup"]
+    r = min(1.0, (step - cfg["warmup"]) / span) if span > 0 else 0.0
+    min_lr = cfg["lr"] * cfg["min_lr_frac"]
+    return min_lr + 0.5 * (cfg["lr"] - min_lr) * (1.0 + math.cos(math.pi * r))
+
+
+def make_optimizer(model, cfg):
+    ps = model.canonical()
+    decay = [p for p in ps if p.dim() >= 2]
+    no_decay = [p for p in ps if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": cfg["wd"]},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=cfg["lr"], betas=(cfg["beta1"], cfg["beta2"]), eps=cfg["eps"], foreach=False)
+
+
+def train_step(model, opt, cfg, step, x, y):
+    logits, loss = model(x, y)
+    opt.zero_grad(set_to_none=False)
+    loss.backward()
+    if cfg["clip"] > 0:
+        torch.nn.utils.clip_grad_norm_(model.canonical(), cfg["clip"])
+    lr = lr_at(cfg, step)
+    for g in opt.param_groups:
+        g["lr"] = lr
+    opt.step()
+    return loss.item()
+
+
+TEXT = (b"In the beginning God created the heaven and the earth. And the earth was without form, "
+        b"and void; and darkness was upon the face of the deep. And the Spirit of God moved upon "
+        b"the face of the waters. And God said, Let there be light: and there was light.")
+
+
+def write_debug_state(arch, out_dir):
+    torch.manual_seed(42 if arch == "gpt2" else 43)
+    cfg = dict(arch=arch, V=256, T=16, L=2, C=32, NH=4, rotary_pct=0.5, B=4, steps=10, warmup=2,
+               lr=1e-3, min_lr_frac=0.1, wd=0.1, beta1=0.9, beta2=0.95, eps=1e-8, clip=1.0)
+    hd = cfg["C"] // cfg["NH"]
+    rot = int(hd * cfg["rotary_pct"]) if arch == "neox" else 0
+    cfg["rot"] = rot - rot % 2
+    model = GPT(cfg)
+    # Every tensor random (LayerNorm and biases too) so that each gradient path is exercised.
+    with torch.no_grad():
+        for p in model.canonical():
+            if p.dim() >= 2:
+                p.normal_(0.0, 0.02)
+            else:
+                p.normal_(0.0, 0.05)
+        for b in model.blocks:
+            b.ln1.weight.add_(1.0); b.ln2.weight.add_(1.0)
+        model.lnf.weight.add_(1.0)
+    B, T = cfg["B"], cfg["T"]
+    data = torch.tensor(list(TEXT), dtype=torch.long)
+    x = torch.stack([data[i * 37: i * 37 + T] for i in range(B)])
+    y = torch.stack([data[i * 37 + 1: i * 37 + T + 1] for i in range(B)])
+
+    params0 = [p.detach().clone() for p in model.canonical()]
+    logits, loss = model(x, y)
+    loss.backward()
+    grads = [p.grad.detach().clone() for p in model.canonical()]
+    model.zero_grad()
+
+    opt = make_optimizer(model, cfg)
+    losses = [train_step(model, opt, cfg, s, x, y) for s in range(cfg["steps"])]
+
+    path = os.path.join(out_dir, f"debug_{arch}.bin")
+    with open(path + ".tmp", "wb") as f:
+        f.write(b"GPTDBG01")
+        hdr = [1, 0 if arch == "gpt2" else 1, cfg["V"], T, cfg["L"], cfg["C"], cfg["NH"], cfg["rot"], B,
+               cfg["steps"], cfg["warmup"]]
+        f.write(struct.pack("<16i", *(hdr + [0] * (16 - len(hdr)))))
+        f.write(struct.pack("<8f", cfg["lr"], cfg["min_lr_frac"], cfg["wd"], cfg["beta1"], cfg["beta2"],
+                            cfg["eps"], cfg["clip"], cfg["rotary_pct"]))
+        f.write(x.to(torch.int32).numpy().tobytes())
+        f.write(y.to(torch.int32).numpy().tobytes())
+        f.write(struct.pack("<i", len(params0)))
+        for p in params0:
+            f.write(p.contiguous().numpy().astype("<f4").tobytes())
+        f.write(logits.detach().contiguous().numpy().astype("<f4").tobytes())
+        f.write(struct.pack("<f", loss.item()))
+        for g in grads:
+            f.write(g.contiguous().numpy().astype("<f4").tobytes())
+        f.write(struct.pack(f"<{len(losses)}f", *losses))
+    os.replace(path + ".tmp", path)
+    print(f"{path}: {os.path.getsize(path)} bytes, loss {loss.item():.6f}, "
+          f"losses {losses[0]:.4f} -> {losses[-1]:.4f}")
+
+
+def bench(args):
+    torch.set_num_threads(args.threads)
+    presets = {"tiny": dict(L=2, C=64, NH=4, T=32, B=8), "small": dict(L=4, C=128, NH=4, T=128, B=8)}
+    p = presets[args.model]
+    cfg = dict(arch=args.arch, V=256, T=p["T"], L=p["L"], C=p["C"], NH=p["NH"], B=p["B"], steps=args.steps,
+               warmup=2, lr=1e-3, min_lr_frac=0.1, wd=0.1, beta1=0.9, beta2=0.95, eps=1e-8, clip=1.0)
+    hd = cfg["C"] // cfg["NH"]
+    rot = int(hd * 0.25) if args.arch == "neox" else 0
+    cfg["rot"] = rot - rot % 2
+    torch.manual_seed(0)
+    model = GPT(cfg)
+    opt = make_optimizer(model, cfg)
+    raw = open(args.data, "rb").read(1 << 20)
+    data = torch.tensor(list(raw), dtype=torch.long)
+    B, T = cfg["B"], cfg["T"]
+    times = []
+    for s in range(args.steps):
+        i = s * B * T
+        x = torch.stack([data[i + b * T: i + b * T + T] for b in range(B)])
+        y = torch.stack([data[i + b * T + 1: i + b * T + T + 1] for b in range(B)])
+        t0 = time.perf_counter()
+        loss = train_step(model, opt, cfg, s, x, y)
+        times.append(time.perf_counter() - t0)
+    steady = sorted(times[2:])[len(times[2:]) // 2] if len(times) > 3 else times[-1]
+    print(f"pytorch {torch.__version__} arch={args.arch} model={args.model} threads={args.threads} "
+          f"median ms/step {steady * 1e3:.2f} final loss {loss:.4f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "model", "data"))
+    ap.add_argument("--bench", action="store_true", help="time training steps instead of writing debug states")
+    ap.add_argument("--model", default="small")
+    ap.add_argument("--arch", default="gpt2")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "data", "kjv.txt"))
+    args = ap.parse_args()
+    if args.bench:
+        bench(args)
+        return
+    os.makedirs(args.out, exist_ok=True)
+    for arch in ("gpt2", "neox"):
+        write_debug_state(arch, args.out)
+
+
+if __name__ == "__main__":
+    main()
