@@ -1,0 +1,111 @@
+// hcomm/comm/mpi.hpp: the thin layer between hcomm and the MPI C API.
+//
+//   HCOMM_MPI_CHECK(MPI_Send(buf, n, MPI_BYTE, peer, tag, comm));  // throws hcomm::error
+//   hcomm::mpi::owned_comm c = hcomm::mpi::dup(MPI_COMM_WORLD);     // freed on destruction
+//
+// hcomm duplicates every communicator it is given, so its tags never meet the caller's,
+// and switches the duplicate to MPI_ERRORS_RETURN, so MPI failures become hcomm::error
+// (with file:line) instead of aborting: a rank that detects a problem can say what it was.
+#pragma once
+#include <mpi.h>
+
+#include <climits>
+#include <cstddef>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "hcomm/core/error.hpp"
+
+namespace hcomm::mpi {
+
+[[noreturn]] inline void fail_mpi(int rc, const char* call, const std::string& where) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  int cls = rc;
+  MPI_Error_class(rc, &cls);
+  if (cls == MPI_ERR_TRUNCATE)
+    fail(errc::mismatch, std::string("a peer sent a longer message than this rank expected (") + text + ") in " +
+                             call + " at " + where);
+  fail(errc::mpi_failure, std::string(text) + " in " + call + " at " + where);
+}
+
+inline bool finalized() {
+  int f = 0;
+  MPI_Finalized(&f);
+  return f != 0;
+}
+
+// A communicator this object frees (unless MPI is already finalized).
+class owned_comm {
+ public:
+  owned_comm() = default;
+  explicit owned_comm(MPI_Comm c) noexcept : c_(c) {}
+  owned_comm(const owned_comm&) = delete;
+  owned_comm& operator=(const owned_comm&) = delete;
+  owned_comm(owned_comm&& o) noexcept : c_(std::exchange(o.c_, MPI_COMM_NULL)) {}
+  owned_comm& operator=(owned_comm&& o) noexcept {
+    if (this != &o) {
+      reset();
+      c_ = std::exchange(o.c_, MPI_COMM_NULL);
+    }
+    return *this;
+  }
+  ~owned_comm() { reset(); }
+  MPI_Comm get() const noexcept { return c_; }
+  void reset() noexcept {
+    if (c_ != MPI_COMM_NULL && !finalized()) MPI_Comm_free(&c_);
+    c_ = MPI_COMM_NULL;
+  }
+
+ private:
+  MPI_Comm c_ = MPI_COMM_NULL;
+};
+
+}  // namespace hcomm::mpi
+
+#define HCOMM_MPI_CHECK(call)                                                   \
+  do {                                                                          \
+    const int hcomm_rc_ = (call);                                               \
+    if (hcomm_rc_ != MPI_SUCCESS) ::hcomm::mpi::fail_mpi(hcomm_rc_, #call, HCOMM_WHERE_); \
+  } while (0)
+
+namespace hcomm::mpi {
+
+inline int rank(MPI_Comm c) {
+  int r = 0;
+  HCOMM_MPI_CHECK(MPI_Comm_rank(c, &r));
+  return r;
+}
+inline int size(MPI_Comm c) {
+  int s = 0;
+  HCOMM_MPI_CHECK(MPI_Comm_size(c, &s));
+  return s;
+}
+
+// Duplicate with MPI_ERRORS_RETURN (see the header comment for why).
+inline owned_comm dup(MPI_Comm c) {
+  if (c == MPI_COMM_NULL) fail(errc::invalid_argument, "MPI_COMM_NULL given where a communicator is needed");
+  MPI_Comm d = MPI_COMM_NULL;
+  HCOMM_MPI_CHECK(MPI_Comm_dup(c, &d));
+  owned_comm out(d);
+  HCOMM_MPI_CHECK(MPI_Comm_set_errhandler(d, MPI_ERRORS_RETURN));
+  return out;
+}
+
+// MPI counts are int: messages above 2 GiB are split by the callers or refused here.
+inline int count_of(std::size_t bytes, const char* what) {
+  if (bytes > static_cast<std::size_t>(INT_MAX))
+    fail(errc::unsupported, std::string(what) + ": one MPI message of " + std::to_string(bytes) +
+                                " bytes exceeds MPI's int count");
+  return static_cast<int>(bytes);
+}
+
+template <class T>
+MPI_Datatype datatype_of() {
+  if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
+  else return MPI_DOUBLE;
+}
+
+}  // namespace hcomm::mpi
