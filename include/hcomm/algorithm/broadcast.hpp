@@ -1,0 +1,85 @@
+// hcomm/algorithm/broadcast.hpp: compressed broadcast from one root.
+//
+//   hcomm::algorithm::broadcast(cx, hcomm::codec::parse_config("mpc"), std::span<float>(w), /*root=*/0);
+//
+// The root compresses the buffer segment by segment into one contiguous run of frames;
+// MPI_Bcast carries the frame sizes, then the frames (MPI's own tree). Every rank decodes
+// the same frames; with a lossy codec the root also replaces its buffer by the decoded
+// values, so all ranks end bitwise identical. (No segment pipelining here: the frames are
+// broadcast once all are compressed.) Below options::threshold_bytes: plain MPI_Bcast.
+#pragma once
+#include <mpi.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+
+#include "hcomm/algorithm/context.hpp"
+
+namespace hcomm::algorithm {
+
+template <floating_element T>
+void broadcast(context& cx, codec::config cfg, std::span<T> data, int root) {
+  const codec::config c = frame_config<T>(cx, cfg);
+  context::timer tm(cx);
+  const int p = cx.size(), r = cx.rank();
+  if (root < 0 || root >= p)
+    fail(errc::invalid_argument,
+         cx.label() + " broadcast: root " + std::to_string(root) + " is not a rank of this communicator (size " +
+             std::to_string(p) + ")");
+  cx.check_same(op_id::broadcast, data.size(), dtype_of<T>, c, root, "root");
+  const std::size_t n = data.size();
+  if (n == 0 || p == 1) return;
+  if (go_raw<T>(cx, c, n)) {
+    HCOMM_MPI_CHECK(MPI_Bcast(data.data(), mpi::count_of(n, "broadcast elements"), mpi::datatype_of<T>(), root,
+                              cx.comm()));
+    if (r == root) {
+      cx.counters().raw_bytes += n * sizeof(T);
+      cx.counters().wire_bytes += n * sizeof(T);
+    }
+    return;
+  }
+  const std::size_t E = cx.segment_elems<T>(), slot = cx.slot_bytes<T>(c), ns = cx.segments_of<T>(n);
+  std::byte* buf = cx.buffer(0, ns * slot);
+  auto& sz = cx.sizes(0, ns);
+  static_assert(sizeof(std::size_t) == sizeof(std::uint64_t), "hcomm: frame sizes travel as 64-bit words");
+  if (r == root) {
+    const bool lossy = c.codec == codec_id::zfp;
+    std::size_t at = 0;
+    for (std::size_t k = 0; k < ns; ++k) {
+      const std::size_t off = k * E, len = std::min(E, n - off);
+      sz[k] = cx.compress(c, data.data() + off, len, buf + at, ns * slot - at);
+      if (lossy) cx.decompress(buf + at, sz[k], data.data() + off, len);
+      cx.before_send(buf + at, sz[k]);
+      at += sz[k];
+    }
+    cx.counters().raw_bytes += n * sizeof(T);
+    cx.counters().wire_bytes += at;
+  }
+  HCOMM_MPI_CHECK(MPI_Bcast(sz.data(), static_cast<int>(ns), MPI_UINT64_T, root, cx.comm()));
+  std::size_t total = 0;
+  for (std::size_t k = 0; k < ns; ++k) total += sz[k];
+  if (total > ns * slot) fail(errc::corrupt_frame, cx.label() + " broadcast: root announced more frame bytes than possible");
+  for (std::size_t at = 0; at < total;) {  // pieces below MPI's int count
+    const std::size_t piece = std::min<std::size_t>(total - at, std::size_t{1} << 30);
+    HCOMM_MPI_CHECK(MPI_Bcast(buf + at, static_cast<int>(piece), MPI_BYTE, root, cx.comm()));
+    at += piece;
+  }
+  if (r == root) return;
+  deferred_error err;
+  std::size_t at = 0;
+  for (std::size_t k = 0; k < ns; ++k) {
+    const std::size_t off = k * E, len = std::min(E, n - off);
+    try {
+      cx.decompress(buf + at, sz[k], data.data() + off, len);
+    } catch (const error& e) {
+      err.record(e, cx.label() + " broadcast segment " + std::to_string(k) + " from root " + std::to_string(root));
+    }
+    at += sz[k];
+  }
+  err.raise();
+}
+
+}  // namespace hcomm::algorithm

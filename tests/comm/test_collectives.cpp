@@ -1,0 +1,186 @@
+// Compressed collectives and point-to-point against a float64 reference, on every rank.
+//   lossless (none through hcomm's ring, none through MPI, mpc): within float rounding of the
+//   float64 sum, and mpc bitwise equal to the uncompressed ring (same summation order);
+//   lossy (zfp:R): within the rate's bound on smooth data;
+//   always: bitwise identical on all ranks (allreduce, allgather, broadcast).
+// Sizes cover 0, 1, fewer values than ranks, values not a multiple of 4, several segments.
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "hcomm/comm/communicator.hpp"
+#include "mpi_check.hpp"
+
+namespace {
+
+// Smooth data (what ZFP's bound is about): a slow wave per rank plus a ramp.
+template <class T>
+T value(int rank, std::size_t i, std::size_t n) {
+  const double x = static_cast<double>(i) / static_cast<double>(std::max<std::size_t>(n, 1));
+  return static_cast<T>(std::sin(0.002 * static_cast<double>(i) + rank) * (1.0 + 0.25 * rank) + 0.5 * x - 0.1 * rank);
+}
+
+struct setting {
+  std::string codec;
+  bool native;  // uncompressed collectives through MPI's own
+  std::size_t threshold;
+};
+
+// Worst-case error of one ZFP fixed-rate compression relative to the block's largest magnitude,
+// as a bound the tests use: 2^(3 - (R - 3)) — R - 3 bits per value survive the 1-D block header
+// (9 bits / 4 values, rounded up), minus 3 bits of transform and rounding gain. For smooth data
+// ZFP does much better; this bound only has to catch a broken algorithm.
+double zfp_rel_bound(unsigned rate) { return std::ldexp(1.0, 6 - static_cast<int>(rate)); }
+
+template <class T>
+double eps() {
+  return std::is_same_v<T, float> ? 1.2e-7 : 2.3e-16;
+}
+
+template <class T>
+void run(const setting& s, std::size_t n, std::vector<T>& ring_none_result) {
+  const int p = t::world_size(), r = t::world_rank();
+  hcomm::comm_options opt;
+  opt.threshold_bytes = s.threshold;
+  opt.segment_bytes = 4096;  // several segments per chunk at these sizes
+  opt.native_uncompressed = s.native;
+  hcomm::runtime_communicator comm(MPI_COMM_WORLD, s.codec, opt);
+  const auto cfg = comm.config();
+  const bool lossy = cfg.codec == hcomm::codec_id::zfp;
+  const double rel = lossy ? zfp_rel_bound(cfg.param) : 0.0;
+  const std::string tag = s.codec + (s.native ? "/native" : "/ring") + " n=" + std::to_string(n) +
+                          (std::is_same_v<T, float> ? " f32" : " f64");
+
+  // --- allreduce ---
+  std::vector<T> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = value<T>(r, i, n);
+  comm.allreduce(std::span<T>(x));
+  double max_err = 0, max_abs = 0;
+  bool ok = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    double ref = 0, mag = 0;
+    for (int q = 0; q < p; ++q) {
+      ref += static_cast<double>(value<T>(q, i, n));
+      mag += std::fabs(static_cast<double>(value<T>(q, i, n)));
+    }
+    const double err = std::fabs(static_cast<double>(x[i]) - ref);
+    max_err = std::max(max_err, err);
+    max_abs = std::max(max_abs, mag);
+    if (!lossy && err > p * eps<T>() * mag + 1e-30) ok = false;
+  }
+  // Lossy: p compressions touch each chunk (p-1 partial sums + the owner's), each within rel of
+  // the largest partial magnitude, which is at most max_abs.
+  if (lossy) ok = max_err <= p * rel * max_abs;
+  CHECK(ok, tag + " allreduce max error " + std::to_string(max_err) + " (scale " + std::to_string(max_abs) + ")");
+  CHECK(t::identical(x.data(), x.size() * sizeof(T), MPI_COMM_WORLD), tag + " allreduce identical on all ranks");
+  if (s.codec == "none" && !s.native) ring_none_result = x;
+  if (s.codec.rfind("mpc", 0) == 0 && s.threshold == 0 && ring_none_result.size() == n)
+    CHECK(std::equal(x.begin(), x.end(), ring_none_result.begin()), tag + " mpc ring == uncompressed ring bitwise");
+  if (lossy && n > 0 && r == 0)
+    std::printf("  %s allreduce max error %.3g relative to %.3g (bound %.3g)\n", tag.c_str(), max_err / max_abs,
+                max_abs, p * rel);
+
+  // --- reduce_scatter: in = p blocks of m ---
+  const std::size_t m = n / static_cast<std::size_t>(p) + 1;
+  std::vector<T> in(m * p), out(m, T(-7));
+  for (std::size_t i = 0; i < in.size(); ++i) in[i] = value<T>(r, i, in.size());
+  comm.reduce_scatter(std::span<const T>(in), std::span<T>(out));
+  ok = true;
+  max_err = 0;
+  for (std::size_t j = 0; j < m; ++j) {
+    const std::size_t i = r * m + j;
+    double ref = 0, mag = 0;
+    for (int q = 0; q < p; ++q) {
+      ref += value<T>(q, i, in.size());
+      mag += std::fabs(static_cast<double>(value<T>(q, i, in.size())));
+    }
+    const double err = std::fabs(out[j] - ref);
+    max_err = std::max(max_err, err);
+    if (err > (lossy ? p * rel * mag * 4 : p * eps<T>() * mag + 1e-30)) ok = false;
+  }
+  CHECK(ok, tag + " reduce_scatter max error " + std::to_string(max_err));
+
+  // --- allgather: every rank contributes m values ---
+  std::vector<T> mine(m), all(m * p, T(-7));
+  for (std::size_t i = 0; i < m; ++i) mine[i] = value<T>(r, i, m);
+  comm.allgather(std::span<const T>(mine), std::span<T>(all));
+  ok = true;
+  for (int q = 0; q < p; ++q)
+    for (std::size_t i = 0; i < m; ++i) {
+      const double ref = value<T>(q, i, m), got = all[q * m + i];
+      if (lossy ? std::fabs(got - ref) > rel * 2.5 : got != ref) ok = false;
+    }
+  CHECK(ok, tag + " allgather values");
+  CHECK(t::identical(all.data(), all.size() * sizeof(T), MPI_COMM_WORLD), tag + " allgather identical");
+
+  // --- broadcast from the last rank ---
+  std::vector<T> b(n);
+  for (std::size_t i = 0; i < n; ++i) b[i] = value<T>(r, i, n);
+  comm.broadcast(std::span<T>(b), p - 1);
+  ok = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double ref = value<T>(p - 1, i, n);
+    if (lossy ? std::fabs(b[i] - ref) > rel * 2.5 : b[i] != static_cast<T>(ref)) ok = false;
+  }
+  CHECK(ok, tag + " broadcast values");
+  CHECK(t::identical(b.data(), b.size() * sizeof(T), MPI_COMM_WORLD), tag + " broadcast identical");
+
+  // --- point-to-point around the ring: isend right, recv from left ---
+  std::vector<T> snd(n), rcv(n, T(-7));
+  for (std::size_t i = 0; i < n; ++i) snd[i] = value<T>(r, i, n);
+  {
+    auto req = comm.isend(std::span<const T>(snd), (r + 1) % p, 11);
+    comm.recv(std::span<T>(rcv), (r + p - 1) % p, 11);
+    req.wait();
+  }
+  ok = true;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double ref = value<T>((r + p - 1) % p, i, n);
+    if (lossy ? std::fabs(rcv[i] - ref) > rel * 2.5 : rcv[i] != static_cast<T>(ref)) ok = false;
+  }
+  CHECK(ok, tag + " p2p values");
+
+  const auto st = comm.stats();
+  if (n * sizeof(T) >= s.threshold && n >= static_cast<std::size_t>(p) * 16 && p > 1) {
+    CHECK(st.raw_bytes > 0 && st.wire_bytes > 0, tag + " stats count bytes");
+    if (lossy) CHECK(st.wire_bytes * 1.5 < st.raw_bytes, tag + " lossy frames are smaller than raw");
+  }
+  CHECK(st.calls >= 5, tag + " stats count calls");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const int p = t::world_size();
+  std::vector<setting> settings = {
+      {"none", false, 0},           // hcomm's ring with raw frames
+      {"none", true, 0},            // MPI's collectives
+      {"mpc", false, 0},            // lossless MPC through the ring
+      {"mpc", false, 1u << 20},     // below the threshold: uncompressed path
+      {"zfp:16", false, 0},
+      {"zfp:8", false, 0},
+  };
+  const std::vector<std::size_t> sizes = {0, 1, static_cast<std::size_t>(p - 1), 7, 1000, 12347};
+  // The uncompressed ring's result per size: mpc through the same ring must equal it bitwise.
+  std::vector<std::vector<float>> none_f(sizes.size());
+  std::vector<std::vector<double>> none_d(sizes.size());
+  for (const auto& s : settings) {
+    try {
+      (void)hcomm::codec::parse_config(s.codec);
+    } catch (const hcomm::error& e) {
+      CHECK(false, s.codec + " is not available in this build: " + e.what());
+      continue;
+    }
+    for (std::size_t idx = 0; idx < sizes.size(); ++idx) {
+      const std::size_t n = sizes[idx];
+      run<float>(s, n, none_f[idx]);
+      if (n == 1000 || n == 7) run<double>(s, n, none_d[idx]);
+    }
+  }
+  return t::finish("test_collectives");
+}
