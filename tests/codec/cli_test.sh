@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Tests of the hcomm-codec command-line tool, run by ctest (see tests/codec/extra.cmake).
+#
+#   cli_test.sh TOOL WORKDIR roundtrip CODEC DTYPE   # compress + decompress files, cmp / error bound
+#   cli_test.sh TOOL WORKDIR stats CODEC DTYPE       # stats prints one JSON object with every field
+#   cli_test.sh TOOL WORKDIR bad                     # bad inputs: exit != 0, one stderr line, OUT kept
+#
+# Exit 77 (ctest SKIP_RETURN_CODE) when CODEC is not registered in this build, so a missing
+# codec shows up as "skipped" rather than as a pass.
+set -uo pipefail
+TOOL=$1; WORK=$2; WHAT=$3; shift 3
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+rm -rf "$WORK" && mkdir -p "$WORK" && cd "$WORK" || exit 1
+
+die() { echo "FAIL: $*" >&2; exit 1; }
+
+# gen FILE DTYPE N KIND: smooth field plus a little noise (KIND=smooth), raw random bits
+# including NaN/Inf patterns (KIND=bits) -- little-endian.
+gen() {
+  "$PY" - "$@" <<'EOF'
+import math, random, struct, sys
+path, dt, n, kind = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+random.seed(12345)
+code = '<%d%s' % (n, 'f' if dt == 'f32' else 'd')
+if kind == 'smooth':
+    vals = [math.sin(i * 0.01) * 3.0 + 0.5 * math.cos(i * 0.0037) + random.gauss(0, 1e-4) for i in range(n)]
+    data = struct.pack(code, *vals)
+else:
+    data = bytes(random.getrandbits(8) for _ in range(n * (4 if dt == 'f32' else 8)))
+open(path, 'wb').write(data)
+EOF
+}
+
+registered() {  # is codec $1 in this build's registry?
+  local err
+  : > probe.bin
+  err=$("$TOOL" stats --codec "$1" --dtype f32 --reps 1 probe.bin 2>&1 >/dev/null)
+  if printf '%s' "$err" | grep -q "not in this build's registry"; then
+    echo "SKIP: codec $1 is not registered in this build (include/hcomm/codec/registry.hpp)"
+    exit 77
+  fi
+}
+
+# json FILE EXPR: evaluates a Python expression over the parsed object `j`; fails unless true.
+json_check() {
+  "$PY" -c 'import json,sys; j=json.load(open(sys.argv[1])); ok=eval(sys.argv[2]); sys.exit(0 if ok else 1)' "$1" "$2" \
+    || die "JSON check failed: $2 on $(cat "$1")"
+}
+
+lossless() { case $1 in none*|mpc*) return 0;; *) return 1;; esac; }
+
+case $WHAT in
+roundtrip)
+  CODEC=$1; DT=$2; registered "$CODEC"
+  for n in 0 1 5 1023 1025 70001; do
+    for kind in smooth bits; do
+      if ! lossless "$CODEC" && [ $kind = bits ]; then continue; fi  # lossy: NaN/Inf tested in Catch2
+      f=in_${n}_${kind}.$DT
+      gen "$f" "$DT" $n $kind
+      "$TOOL" compress --codec "$CODEC" --dtype "$DT" "$f" || die "compress $f"
+      [ -s "$f.hcf" ] || die "no frame for $f"
+      "$TOOL" decompress --dtype "$DT" "$f.hcf" "$f.out" || die "decompress $f.hcf"
+      if lossless "$CODEC"; then
+        cmp "$f" "$f.out" || die "$CODEC round trip of $f is not bit-exact"
+      else
+        [ "$(stat -c %s "$f")" = "$(stat -c %s "$f.out")" ] || die "decoded size differs for $f"
+        "$TOOL" decompress "$f.hcf" "$f.out2" && cmp "$f.out" "$f.out2" || die "decompress not deterministic"
+        "$TOOL" stats --codec "$CODEC" --dtype "$DT" --reps 1 "$f" > s.json || die "stats $f"
+        # fixed-rate ZFP on a smooth field: normalised RMSE well under 1e-2 from rate 8 up
+        rate=${CODEC#zfp:}
+        if [ "$n" -ge 1023 ] && [ "$rate" -ge 8 ]; then json_check s.json 'j["nrmse"] < 1e-2'; fi
+      fi
+      "$TOOL" compress --no-checksum --threads 1 --codec "$CODEC" --dtype "$DT" "$f" nock.hcf || die "compress --no-checksum"
+      "$TOOL" decompress --threads 2 --codec "$CODEC" nock.hcf nock.out || die "decompress of a frame without checksum"
+      if lossless "$CODEC"; then cmp "$f" nock.out || die "no-checksum round trip differs"; fi
+    done
+  done
+  # default output names: IN.hcf, and IN without .hcf
+  gen x.$DT "$DT" 100 smooth && cp x.$DT keep.$DT && "$TOOL" compress --codec "$CODEC" --dtype "$DT" x.$DT \
+    && rm x.$DT && "$TOOL" decompress x.$DT.hcf && [ -s x.$DT ] || die "default output names"
+  if lossless "$CODEC"; then cmp x.$DT keep.$DT || die "default-name round trip differs"; fi
+  ls | grep -q '\.tmp\.' && die "temporary files left behind"
+  echo "ok: $CODEC $DT round trips"
+  ;;
+stats)
+  CODEC=$1; DT=$2; registered "$CODEC"
+  gen in.$DT "$DT" 4099 smooth
+  "$TOOL" stats --codec "$CODEC" --dtype "$DT" --reps 2 in.$DT > s.json 2> err.txt || die "stats exit $?: $(cat err.txt)"
+  [ "$(wc -l < s.json)" = 1 ] || die "stats printed more than one line"
+  [ -s err.txt ] && die "stats wrote to stderr: $(cat err.txt)"
+  "$PY" -c 'import json,sys; json.load(sys.stdin)' < s.json || die "stats output is not JSON: $(cat s.json)"
+  json_check s.json 'all(k in j for k in ["codec","dtype","count","raw_bytes","frame_bytes","ratio","compress_gbps","decompress_gbps","max_abs_error","rmse","psnr_db","nonfinite","bit_exact"])'
+  json_check s.json "j['count'] == 4099 and j['dtype'] == '$DT' and j['raw_bytes'] == 4099 * (4 if '$DT' == 'f32' else 8)"
+  json_check s.json "j['ratio'] > 0 and abs(j['ratio'] - j['raw_bytes'] / j['frame_bytes']) < 1e-4 * j['ratio']"
+  json_check s.json "j['compress_gbps'] > 0 and j['decompress_gbps'] > 0 and j['nonfinite'] == 0"
+  if lossless "$CODEC"; then
+    json_check s.json "j['bit_exact'] is True and j['max_abs_error'] == 0 and j['rmse'] == 0 and j['psnr_db'] is None"
+  else
+    json_check s.json "j['max_abs_error'] > 0 and j['rmse'] > 0 and j['rmse'] <= j['max_abs_error'] and j['psnr_db'] > 0"
+  fi
+  # non-finite input is counted; an empty input gives null speeds, not a division by zero
+  fmt=d; [ "$DT" = f32 ] && fmt=f
+  "$PY" -c "import struct; open('nf.$DT','wb').write(struct.pack('<4$fmt', 1.0, float('nan'), float('inf'), 2.0))"
+  "$TOOL" stats --codec "$CODEC" --dtype "$DT" nf.$DT > nf.json || die "stats on non-finite input"
+  json_check nf.json "j['nonfinite'] == 2 and j['count'] == 4"
+  if lossless "$CODEC"; then json_check nf.json "j['nonfinite_mismatch'] == 0"; fi
+  : > empty.$DT
+  "$TOOL" stats --codec "$CODEC" --dtype "$DT" empty.$DT > e.json || die "stats on an empty file"
+  json_check e.json "j['count'] == 0 and j['compress_gbps'] is None and j['psnr_db'] is None"
+  echo "ok: $CODEC $DT stats JSON"
+  ;;
+bad)
+  gen good.f32 f32 1000 smooth
+  "$TOOL" compress --codec none --dtype f32 good.f32 good.hcf || die "setup compress"
+  head -c 1001 good.f32 > odd.f32
+  head -c 3000 good.hcf > trunc.hcf
+  head -c 40 good.hcf > short.hcf
+  cp good.hcf flip.hcf && printf '\xff' | dd of=flip.hcf bs=1 seek=2000 conv=notrunc status=none
+  cp good.hcf head.hcf && printf '\x07' | dd of=head.hcf bs=1 seek=20 conv=notrunc status=none
+  "$PY" -c "import os; open('foreign.hcf','wb').write(b'\x89PNG' + os.urandom(200))"
+  : > empty.hcf
+  mkdir -p adir
+  n=0
+  # expect_fail DESCRIPTION EXPECTED_EXIT ARGS...: non-zero exit, one "hcomm-codec: " line on stderr
+  expect_fail() {
+    local desc=$1 want=$2; shift 2
+    n=$((n + 1))
+    "$TOOL" "$@" > out.txt 2> err.txt
+    local rc=$?
+    [ $rc -ne 0 ] || die "$desc: exit 0"
+    [ -z "$want" ] || [ $rc -eq "$want" ] || die "$desc: exit $rc, expected $want"
+    [ "$(wc -l < err.txt)" = 1 ] || die "$desc: stderr is not one line: $(cat err.txt)"
+    grep -q '^hcomm-codec: ' err.txt || die "$desc: stderr line lacks the hcomm-codec: prefix: $(cat err.txt)"
+    [ -s out.txt ] && die "$desc: wrote to stdout"
+    echo "  $desc -> $rc: $(cat err.txt)"
+  }
+  expect_fail "no arguments" 2
+  expect_fail "unknown command" 2 squash good.f32
+  expect_fail "unknown option" 2 compress --fast --codec none --dtype f32 good.f32
+  expect_fail "missing --codec" 2 compress --dtype f32 good.f32
+  expect_fail "missing --dtype" 2 stats --codec none good.f32
+  expect_fail "bad --dtype" 2 compress --codec none --dtype f16 good.f32
+  expect_fail "bad --threads" 2 compress --codec none --dtype f32 --threads x good.f32
+  expect_fail "missing input" 2 compress --codec none --dtype f32
+  expect_fail "unknown codec" 1 compress --codec lz4 --dtype f32 good.f32 o1
+  expect_fail "bad codec parameter" 1 compress --codec none:3 --dtype f32 good.f32 o1
+  expect_fail "zfp without rate" 1 compress --codec zfp --dtype f32 good.f32 o1
+  expect_fail "zfp rate 0" 1 compress --codec zfp:0 --dtype f32 good.f32 o1
+  expect_fail "mpc dim 99" 1 compress --codec mpc:99 --dtype f32 good.f32 o1
+  expect_fail "codec garbage" 1 compress --codec zfp:8x --dtype f32 good.f32 o1
+  expect_fail "missing file" 1 compress --codec none --dtype f32 nonexistent.f32 o1
+  expect_fail "directory input" 1 compress --codec none --dtype f32 adir o1
+  expect_fail "size not a multiple of f32" 1 compress --codec none --dtype f32 odd.f32 o1
+  expect_fail "size not a multiple of f64" 1 stats --codec none --dtype f64 odd.f32
+  expect_fail "unwritable output" 1 compress --codec none --dtype f32 good.f32 nodir/out.hcf
+  expect_fail "decompress raw data" 1 decompress good.f32 o2
+  expect_fail "decompress empty file" 1 decompress empty.hcf o2
+  expect_fail "decompress header-only fragment" 1 decompress short.hcf o2
+  expect_fail "decompress truncated frame" 1 decompress trunc.hcf o2
+  expect_fail "decompress flipped payload byte" 1 decompress flip.hcf o2
+  expect_fail "decompress flipped header byte" 1 decompress head.hcf o2
+  expect_fail "decompress foreign bytes" 1 decompress foreign.hcf o2
+  expect_fail "decompress with the wrong --dtype" 1 decompress --dtype f64 good.hcf o2
+  expect_fail "decompress with the wrong --codec" 1 decompress --codec zfp:8 good.hcf o2
+  [ -e o1 ] && die "a failed compress created its output"
+  [ -e o2 ] && die "a failed decompress created its output"
+  # a failed decompress must not destroy an existing OUT (atomic write)
+  echo "precious" > keep.txt
+  expect_fail "decompress corrupt frame over an existing file" 1 decompress flip.hcf keep.txt
+  [ "$(cat keep.txt)" = precious ] || die "failed decompress damaged the existing output file"
+  ls | grep -q '\.tmp\.' && die "temporary files left behind"
+  echo "ok: $n bad inputs rejected with one-line messages"
+  ;;
+*) die "unknown test $WHAT" ;;
+esac
