@@ -2,12 +2,13 @@
 // is a class template satisfying codec_kernel (codec/codec.hpp); add it to the list here.
 #pragma once
 #include "hcomm/codec/none.hpp"
+#include "hcomm/codec/zfp.hpp"
 
 namespace hcomm::codec {
 
 template <template <class> class... Codecs>
 struct codec_list {};
 
-using registered_codecs = codec_list<none_codec>;
+using registered_codecs = codec_list<none_codec, zfp_codec>;
 
 }  // namespace hcomm::codec
