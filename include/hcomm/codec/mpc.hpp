@@ -1,0 +1,207 @@
+// hcomm/codec/mpc.hpp: MPC, a lossless float compressor built only from parallel steps
+// (after Yang, Mukka, Hesaaraki and Burtscher, "MPC: A Massively Parallel Compression
+// Algorithm for Scientific Data", IEEE Cluster 2015), for float32 and float64.
+//
+//   hcomm::codec::engine<> eng;
+//   auto frame = eng.compress(hcomm::codec::parse_config("mpc"), std::span<const float>(x));   // auto stride
+//   auto frame3 = eng.compress(hcomm::codec::parse_config("mpc:3"), std::span<const float>(x)); // stride 3
+//   eng.decompress(frame, std::span<float>(y));  // y is bit-for-bit x, NaN payloads included
+//
+// The algorithm, on the values' bit patterns as unsigned words (W = 32 or 64 bits):
+//  1. independent chunks of 1024 values;
+//  2. delta inside the chunk: v[i] -= v[i - dim] (wrapping integer subtraction);
+//  3. bit transposition of every group of W consecutive words (W x W bit matrix), so that
+//     word k holds bit W-1-k of all W values (word 0 = the sign bits);
+//  4. a second delta over the transposed words of the group: t[k] -= t[k-1] (k >= 1);
+//  5. zero-word elimination: one W-bit bitmap per group marks the non-zero words, which
+//     are packed densely;
+//  6. a prefix sum over the chunk sizes places every chunk.
+// Steps 3-4 stay inside one group, so groups are independent given the input; step 2
+// reaches at most 32 values back, into the same chunk.
+//
+// What differs from the original:
+//  - no inter-block busy wait: encoding is two passes. Pass 1 compresses each chunk into a
+//    worst-case slot of the workspace and records its size; an exclusive scan on the
+//    executor gives the offsets; pass 2 moves each chunk into place.
+//  - param 0 = automatic stride: a kernel runs steps 2-4 for every stride 1..32 on up to
+//    64 sampled groups and keeps the stride with the fewest surviving words (ties: the
+//    smaller stride). The chosen stride is stored in the payload header.
+//  - raw fallback: when the packed payload would not be smaller than the raw values, the
+//    payload is the header followed by the raw values, so it never exceeds raw + 16 bytes.
+//  - any size: the last chunk may be short and its last group partial (its missing values
+//    are zero residuals).
+//  - a per-chunk size index, so that the decoder places chunks in parallel and can check
+//    every size against the bitmaps before it writes anything.
+//  Every decision (stride, raw or packed, payload size) is taken by kernels reading
+//  executor memory: encoding never synchronises the host.
+//
+// Payload layout (little-endian; the frame header in codec/frame.hpp comes before it):
+//   offset 0   u8   mode: 0 = raw, 1 = packed
+//          1   u8   delta stride 1..32 (the chosen one when param was 0)
+//          2   u8   bytes per value (4 or 8)
+//          3   u8   format version (1)
+//          4   u32  zero
+//          8   u64  chunk count = ceil(n / 1024)
+//   raw:    16 + n * sizeof(T) bytes of values.
+//   packed: 16  index: chunk count x u16, size of each chunk in words, zero-padded to a
+//               multiple of 8 bytes (so chunks start word-aligned);
+//           then the chunks back to back, each: ceil(values / W) bitmap words (bit k of
+//           bitmap g: word k of group g is non-zero), then the non-zero words of group 0,
+//           group 1, ... in order. Words are W bits.
+//
+// Decoding validates the mode, stride (and that it equals param when param is not 0), value
+// size, version, chunk count, payload length, every chunk size against its value count and
+// the body, the index padding, and every chunk's bitmap popcount against its size; it
+// throws hcomm::error(errc::corrupt_frame) before writing any output when one fails.
+//
+// Costs: workspace ~1.03 x the input (the pass-1 slots) plus 16 bytes per chunk; the index
+// is 2 bytes per 1024 values.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "hcomm/codec/mpc_kernels.hpp"
+#include "hcomm/core/dtype.hpp"
+#include "hcomm/core/error.hpp"
+#include "hcomm/policy/compressor.hpp"
+
+namespace hcomm::codec {
+
+template <floating_element T>
+struct mpc_codec {
+  static constexpr codec_id id = codec_id::mpc;
+  using value_type = T;
+  using word_type = word_of<T>;
+
+  static constexpr bool valid_param(unsigned p) noexcept { return p <= mpc_detail::max_dim; }
+  static constexpr std::size_t max_payload_bytes(std::size_t n, unsigned) noexcept {
+    return mpc_detail::head_bytes + n * sizeof(T);
+  }
+  static constexpr std::size_t workspace_bytes(std::size_t n, unsigned) noexcept {
+    const layout w = layout_for(n);
+    return w.total;
+  }
+
+  // Number of sampled groups for the automatic stride: at least 8 (or all groups), about one
+  // in 512 groups, at most 64 -- a few percent of the encoding work at 1 Mi values.
+  static constexpr std::size_t sample_count(std::size_t n) noexcept {
+    constexpr std::size_t W = sizeof(word_type) * 8;
+    const std::size_t groups = (n + W - 1) / W;
+    std::size_t s = groups / 512;
+    if (s < 8) s = 8;
+    if (s > mpc_detail::max_samples) s = mpc_detail::max_samples;
+    return s < groups ? s : groups;
+  }
+
+  template <class Exec>
+  static void encode(const Exec& ex, const T* in, std::size_t n, unsigned param, std::byte* payload,
+                     std::uint64_t* payload_bytes, std::byte* workspace) {
+    using namespace mpc_detail;
+    if (!valid_param(param)) fail(errc::invalid_argument, "mpc takes a dimension 0 (auto) or 1..32");
+    const slots s = slots_for(workspace, n);
+    const std::size_t chunks = chunk_count(n);
+    if (param != 0 || n == 0) {
+      ex.for_each(1, set_dim_kernel{s.control, param != 0 ? param : 1u});
+    } else {
+      const std::size_t samples = sample_count(n);
+      ex.for_each(samples, sample_dims_kernel<T>{in, n, samples, s.counts});
+      ex.for_each(1, pick_dim_kernel{s.counts, samples, s.control});
+    }
+    if (chunks > 0) ex.for_each(chunks, encode_chunk_kernel<T>{in, n, s.control, s.scratch, s.sizes});
+    ex.exclusive_scan(s.sizes, s.sizes, chunks);
+    auto* out = reinterpret_cast<unsigned char*>(payload);
+    if (chunks > 0) ex.for_each(chunks, gather_kernel<T>{in, n, s.scratch, s.sizes, chunks, out});
+    ex.for_each(1, finish_kernel<T>{n, chunks, s.sizes, s.control, out, payload_bytes});
+  }
+
+  template <class Exec>
+  static void decode(const Exec& ex, const std::byte* payload, std::size_t payload_bytes, std::size_t n,
+                     unsigned param, T* out, std::byte* workspace) {
+    using namespace mpc_detail;
+    const auto* p = reinterpret_cast<const unsigned char*>(payload);
+    if (payload_bytes < head_bytes)
+      fail(errc::corrupt_frame, "mpc payload of " + std::to_string(payload_bytes) + " bytes has no header");
+    unsigned char h[head_bytes];
+    ex.to_host(h, p, head_bytes);
+    const unsigned mode = h[0], dim = h[1], value_bytes = h[2], version = h[3];
+    std::uint32_t zero;
+    std::uint64_t chunks;
+    std::memcpy(&zero, h + 4, 4);
+    std::memcpy(&chunks, h + 8, 8);
+    if (version != format_version) fail(errc::corrupt_frame, "mpc payload version " + std::to_string(version));
+    if (value_bytes != sizeof(T))
+      fail(errc::corrupt_frame, "mpc payload holds " + std::to_string(value_bytes) + "-byte values, expected " +
+                                    std::to_string(sizeof(T)));
+    if (zero != 0) fail(errc::corrupt_frame, "mpc payload header: reserved field is not zero");
+    if (dim < 1 || dim > max_dim) fail(errc::corrupt_frame, "mpc payload: stride " + std::to_string(dim));
+    if (param != 0 && dim != param)
+      fail(errc::corrupt_frame, "mpc payload stride " + std::to_string(dim) + " differs from the frame's " +
+                                    std::to_string(param));
+    if (chunks != chunk_count(n))
+      fail(errc::corrupt_frame, "mpc payload has " + std::to_string(chunks) + " chunks, " + std::to_string(n) +
+                                    " values need " + std::to_string(chunk_count(n)));
+    if (mode == mode_raw) {
+      if (payload_bytes != head_bytes + n * sizeof(T))
+        fail(errc::corrupt_frame, "raw mpc payload has " + std::to_string(payload_bytes) + " bytes, expected " +
+                                      std::to_string(head_bytes + n * sizeof(T)));
+      ex.copy(out, p + head_bytes, n * sizeof(T));
+      return;
+    }
+    if (mode != mode_mpc) fail(errc::corrupt_frame, "mpc payload mode " + std::to_string(mode));
+    if (n == 0) fail(errc::corrupt_frame, "packed mpc payload without values");
+    const std::size_t ib = index_bytes(chunks);
+    if (payload_bytes < head_bytes + ib || (payload_bytes - head_bytes - ib) % sizeof(word_type) != 0 ||
+        payload_bytes >= head_bytes + n * sizeof(T))
+      fail(errc::corrupt_frame, "packed mpc payload of " + std::to_string(payload_bytes) +
+                                    " bytes cannot hold " + std::to_string(chunks) + " chunks");
+    const std::size_t body_words = (payload_bytes - head_bytes - ib) / sizeof(word_type);
+    const slots s = slots_for(workspace, n);
+    ex.for_each(chunks, read_index_kernel{p, s.sizes});
+    ex.exclusive_scan(s.sizes, s.sizes, chunks);
+    ex.for_each(chunks, check_chunk_kernel<T>{p, n, chunks, body_words, s.sizes, s.bad});
+    ex.exclusive_scan(s.bad, s.bad, chunks);
+    std::uint64_t total = 0, bad = 0;
+    ex.to_host(&total, s.sizes + chunks, sizeof total);
+    ex.to_host(&bad, s.bad + chunks, sizeof bad);
+    if (total != body_words)
+      fail(errc::corrupt_frame, "mpc chunk index sums to " + std::to_string(total) + " words, the payload has " +
+                                    std::to_string(body_words));
+    if (bad != 0)
+      fail(errc::corrupt_frame, "mpc payload: " + std::to_string(bad) +
+                                    " chunk(s) with a size that does not match their bitmaps");
+    ex.for_each(chunks, decode_chunk_kernel<T>{p, n, chunks, dim, s.sizes, out});
+  }
+
+ private:
+  struct layout {
+    std::size_t counts, sizes, bad, scratch, total;
+  };
+  static constexpr std::size_t align64(std::size_t b) noexcept { return (b + 63) / 64 * 64; }
+  static constexpr layout layout_for(std::size_t n) noexcept {
+    const std::size_t chunks = mpc_detail::chunk_count(n);
+    layout w{};
+    w.counts = 64;  // [0, 64): control words (the stride)
+    w.sizes = w.counts + align64(mpc_detail::max_samples * mpc_detail::max_dim * 8);
+    w.bad = w.sizes + align64((chunks + 1) * 8);
+    w.scratch = w.bad + align64((chunks + 1) * 8);
+    w.total = w.scratch + chunks * mpc_detail::geometry<word_type>::max_chunk_words * sizeof(word_type);
+    return w;
+  }
+  struct slots {
+    std::uint64_t* control;
+    std::uint64_t* counts;
+    std::uint64_t* sizes;
+    std::uint64_t* bad;
+    word_type* scratch;
+  };
+  static slots slots_for(std::byte* ws, std::size_t n) {
+    const layout w = layout_for(n);
+    return slots{reinterpret_cast<std::uint64_t*>(ws), reinterpret_cast<std::uint64_t*>(ws + w.counts),
+                 reinterpret_cast<std::uint64_t*>(ws + w.sizes), reinterpret_cast<std::uint64_t*>(ws + w.bad),
+                 reinterpret_cast<word_type*>(ws + w.scratch)};
+  }
+};
+
+}  // namespace hcomm::codec
