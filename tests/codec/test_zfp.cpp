@@ -173,7 +173,7 @@ void check_stream_equal(const encoded<T>& ours, const std::vector<unsigned char>
   std::size_t first_diff = ref.size();
   for (std::size_t i = 0; i < ref.size(); ++i)
     if (p[i] != ref[i]) { first_diff = i; break; }
-  INFO("first differing byte " << first_diff << " of " << ref.size() << " (block ~" << first_diff * 8 / 1 << " bits)");
+  INFO("first differing byte " << first_diff << " of " << ref.size());
   REQUIRE(first_diff == ref.size());
   for (std::size_t i = ref.size(); i < ours.stream_bytes; ++i) REQUIRE(p[i] == 0);
 }
@@ -225,4 +225,328 @@ TEST_CASE("zfp every rate 3..64 matches libzfp on mixed data", "[zfp]") {
                       oracle_decompress<double>(reinterpret_cast<const unsigned char*>(od.payload.data()),
                                                 od.stream_bytes, xd.size(), rate)));
   }
+}
+
+// ---- accuracy --------------------------------------------------------------------------------
+// Bound per block, with 2^emax the power of two just above the block's largest |v|:
+//   |err| <= 2^emax * max(2^(5 - R), 2^(6 - P))       for R >= 8   (P = 32 f32, 64 f64)
+//   |err| <= 2^(emax + 3)                              for R < 8
+// Why: after the 9 (f32) / 12 (f64) header bits the budget is 4R - 9 (4R - 12) bits; once all
+// four coefficients are significant each bit plane costs 4 bits and the planes before that cost
+// less, so at least about R - 3 planes below the block exponent are coded: coefficients are
+// exact to 2^(emax - R + 3); the inverse lifting's rows have gain below 4 (2 more bits). The
+// floor is the precision of the P-bit block-floating-point integers (30 resp. 62 bits, minus
+// what the lifting's shifts drop). At R < 8 the budget is only 3..23 bits: only the size of
+// the error is bounded. Measured on this smooth field the worst is 2^(emax - R + 3.9).
+template <class T>
+void check_error_bound(unsigned rate) {
+  const std::size_t n = 100003;
+  const auto x = make_data<T>(kind::smooth, n, 7);
+  const auto y = our_decode<T>(our_encode(x, rate).payload, n, rate);
+  constexpr int P = sizeof(T) * 8;
+  for (std::size_t b = 0; b < n; b += 4) {
+    double m = 0;
+    const std::size_t e = std::min(n, b + 4);
+    for (std::size_t i = b; i < e; ++i) m = std::max(m, std::fabs(static_cast<double>(x[i])));
+    int emax = 0;
+    std::frexp(m, &emax);
+    const double bound = rate >= 8 ? std::ldexp(1.0, emax) * std::max(std::ldexp(1.0, 5 - static_cast<int>(rate)),
+                                                                        std::ldexp(1.0, 6 - P))
+                                   : std::ldexp(1.0, emax + 3);
+    for (std::size_t i = b; i < e; ++i) {
+      const double err = std::fabs(static_cast<double>(x[i]) - static_cast<double>(y[i]));
+      if (!(err <= bound)) {
+        INFO("rate " << rate << " index " << i << " x=" << x[i] << " y=" << y[i] << " bound " << bound);
+        REQUIRE(err <= bound);
+      }
+    }
+  }
+}
+
+TEST_CASE("zfp error on smooth data is within what the rate implies", "[zfp]") {
+  for (unsigned rate : {3u, 4u, 8u, 12u, 16u, 24u, 32u, 48u, 64u}) {
+    check_error_bound<float>(rate);
+    check_error_bound<double>(rate);
+  }
+  // And the bound is not vacuous: rate 16 on this field is far better than rate 8.
+  const auto x = make_data<float>(kind::smooth, 4096, 1);
+  auto rmse = [&](unsigned r) {
+    const auto y = our_decode<float>(our_encode(x, r).payload, x.size(), r);
+    double s = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) s += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
+    return std::sqrt(s / x.size());
+  };
+  REQUIRE(rmse(16) < rmse(8) / 100);
+}
+
+// ---- NaN and ±Inf --------------------------------------------------------------------------
+// The replacement rule of the codec, written independently: nearest finite value of the same
+// block (left first at equal distance), 0 when the block has none.
+template <class T>
+std::vector<T> replaced(const std::vector<T>& x) {
+  std::vector<T> r = x;
+  for (std::size_t b = 0; b < x.size(); b += 4) {
+    const std::size_t e = std::min(x.size(), b + 4);
+    for (std::size_t i = b; i < e; ++i) {
+      if (std::isfinite(x[i])) continue;
+      T rep = 0;
+      for (std::size_t d = 1; d < 4; ++d) {
+        if (i >= b + d && std::isfinite(x[i - d])) { rep = x[i - d]; break; }
+        if (i + d < e && std::isfinite(x[i + d])) { rep = x[i + d]; break; }
+      }
+      r[i] = rep;
+    }
+  }
+  return r;
+}
+
+template <class T>
+void check_nonfinite(std::size_t n, double fraction, unsigned rate, std::uint64_t seed) {
+  using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+  std::mt19937_64 rng(seed);
+  auto x = make_data<T>(kind::smooth, n, seed);
+  std::size_t planted = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (std::uniform_real_distribution<double>(0, 1)(rng) >= fraction) continue;
+    const unsigned r = static_cast<unsigned>(rng() % 5);
+    if (r == 0) x[i] = std::numeric_limits<T>::infinity();
+    else if (r == 1) x[i] = -std::numeric_limits<T>::infinity();
+    else if (r == 2) x[i] = std::numeric_limits<T>::quiet_NaN();
+    else if (r == 3) x[i] = -std::numeric_limits<T>::quiet_NaN();
+    else {  // a NaN with payload bits (signalling or not)
+      const U exp = sizeof(T) == 4 ? U(0x7f800000u) : U(0x7ff0000000000000ull);
+      U b = exp | (static_cast<U>(rng()) & ~exp);
+      if ((b & ~exp & (sizeof(T) == 4 ? U(0x007fffff) : U(0x000fffffffffffffull))) == 0) b |= 1;
+      x[i] = std::bit_cast<T>(b);
+    }
+    ++planted;
+  }
+  INFO("n=" << n << " planted " << planted << " rate " << rate);
+  const auto ours = our_encode(x, rate);
+  REQUIRE(ours.payload.size() == ours.stream_bytes + 8 + planted * zfp_codec<T>::entry_bytes(n));
+  const auto rx = replaced(x);
+  check_stream_equal(ours, oracle_compress(rx, rate));  // blocks without non-finite: libzfp's
+  const auto dec = our_decode<T>(ours.payload, n, rate);
+  const auto ref = oracle_decompress<T>(reinterpret_cast<const unsigned char*>(ours.payload.data()),
+                                        ours.stream_bytes, n, rate);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(x[i])) {
+      REQUIRE(bits_of(dec[i]) == bits_of(x[i]));
+    } else {
+      REQUIRE(bits_of(dec[i]) == bits_of(ref[i]));
+    }
+  }
+}
+
+TEST_CASE("zfp NaN and ±Inf come back exactly, other values as for replaced data", "[zfp]") {
+  for (unsigned rate : {3u, 8u, 16u, 32u}) {
+    for (std::size_t n : {1ul, 3ul, 5ul, 33ul, 1025ul, 70001ul}) {
+      check_nonfinite<float>(n, 0.05, rate, n + rate);
+      check_nonfinite<double>(n, 0.05, rate, n * 3 + rate);
+    }
+    check_nonfinite<float>(1000, 1.0, rate, 5);  // all non-finite
+    check_nonfinite<double>(1000, 0.6, rate, 6);
+  }
+  // The count and list cost exactly 8 + entry bytes per value.
+  std::vector<float> x(1000, 1.0f);
+  x[17] = std::numeric_limits<float>::quiet_NaN();
+  REQUIRE(our_encode(x, 8).payload.size() == zfp_codec<float>::stream_bytes(1000, 8) + 8 + 8);
+  STATIC_REQUIRE(zfp_codec<float>::entry_bytes(1000) == 8);
+  STATIC_REQUIRE(zfp_codec<double>::entry_bytes(1000) == 12);
+  STATIC_REQUIRE(zfp_codec<double>::entry_bytes(std::size_t{1} << 33) == 16);
+}
+
+TEST_CASE("zfp output does not depend on the thread count", "[zfp]") {
+  const auto x = make_data<float>(kind::noise, 300007, 3);
+  auto y = x;
+  y[5] = std::numeric_limits<float>::infinity();
+  y[300000] = std::numeric_limits<float>::quiet_NaN();
+  for (const std::vector<float>* v : {&x, const_cast<const std::vector<float>*>(&y)}) {
+    const auto a = our_encode(*v, 8, hcomm::exec::host{1});
+    const auto b = our_encode(*v, 8, hcomm::exec::host{2});
+    const auto c = our_encode(*v, 8, hcomm::exec::host{7});
+    REQUIRE(a.payload == b.payload);
+    REQUIRE(a.payload == c.payload);
+  }
+}
+
+// ---- through the engine ----------------------------------------------------------------------
+template <class T>
+void engine_round_trip(std::size_t n, unsigned rate, bool checksum) {
+  hcomm::codec::engine<> eng;
+  const auto cfg = hcomm::codec::parse_config("zfp:" + std::to_string(rate), hcomm::dtype_of<T>, checksum);
+  auto x = make_data<T>(kind::smooth, n, n);
+  if (n > 10) x[n / 2] = std::numeric_limits<T>::quiet_NaN();
+  const auto frame = eng.compress(cfg, std::span<const T>(x));
+  std::vector<T> y(n);
+  const auto info = eng.decompress(std::span<const std::byte>(frame), std::span<T>(y));
+  REQUIRE(info.codec == hcomm::codec_id::zfp);
+  REQUIRE(info.param == rate);
+  REQUIRE(info.count == n);
+  const auto direct = our_encode(x, rate);
+  REQUIRE(frame.size() == hcomm::codec::header_bytes + direct.payload.size());
+  REQUIRE(std::equal(direct.payload.begin(), direct.payload.end(), frame.begin() + hcomm::codec::header_bytes));
+  REQUIRE(same_bits(y, our_decode<T>(direct.payload, n, rate)));
+}
+
+TEST_CASE("zfp round trips through the engine", "[zfp]") {
+  for (std::size_t n : sizes)
+    for (unsigned rate : {3u, 8u, 16u, 32u}) {
+      INFO("n=" << n << " rate=" << rate);
+      engine_round_trip<float>(n, rate, true);
+      engine_round_trip<double>(n, rate, false);
+    }
+}
+
+// ---- hostile input -------------------------------------------------------------------------
+template <class T>
+std::vector<std::byte> frame_of(const std::vector<T>& x, unsigned rate, bool checksum) {
+  hcomm::codec::engine<> eng;
+  return eng.compress(hcomm::codec::parse_config("zfp:" + std::to_string(rate), hcomm::dtype_of<T>, checksum),
+                      std::span<const T>(x));
+}
+
+template <class T>
+void hostile_frames(std::size_t n, unsigned rate) {
+  auto x = make_data<T>(kind::noise, n, 11);
+  for (std::size_t i = 3; i < n; i += 17) x[i] = (i & 1) ? std::numeric_limits<T>::infinity()
+                                                         : std::numeric_limits<T>::quiet_NaN();
+  const auto frame = frame_of(x, rate, false);
+  hcomm::codec::engine<> eng;
+  std::vector<T> y(n);
+  // Every truncation is an error.
+  for (std::size_t len = 0; len < frame.size(); ++len) {
+    std::vector<std::byte> cut(frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(len));
+    REQUIRE_THROWS_AS(eng.decompress(std::span<const std::byte>(cut), std::span<T>(y)), hcomm::error);
+  }
+  // Random flips: an hcomm::error, or (flips in the stream body, undetectable without a
+  // checksum) a decode that keeps the non-finite values where they were.
+  std::mt19937_64 rng(rate * 1000 + n);
+  std::size_t ok = 0, rejected = 0;
+  for (int it = 0; it < 3000; ++it) {
+    auto bad = frame;
+    const int flips = 1 + static_cast<int>(rng() % 3);
+    for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] ^= static_cast<std::byte>(1 + rng() % 255);
+    try {
+      eng.decompress(std::span<const std::byte>(bad), std::span<T>(y));
+      ++ok;
+    } catch (const hcomm::error&) {
+      ++rejected;
+    }
+  }
+  REQUIRE(ok + rejected == 3000);
+  REQUIRE(rejected > 0);
+  // Flips inside the list or count of the payload are always caught when they change an index
+  // order/range, a pattern's exponent, or the count.
+  const std::size_t hb = hcomm::codec::header_bytes, sb = zfp_codec<T>::stream_bytes(n, rate);
+  {
+    auto bad = frame;
+    bad[hb + sb] ^= std::byte{1};  // count
+    REQUIRE_THROWS_AS(eng.decompress(std::span<const std::byte>(bad), std::span<T>(y)), hcomm::error);
+  }
+}
+
+TEST_CASE("zfp rejects truncated and corrupted frames without crashing", "[zfp]") {
+  for (unsigned rate : {3u, 8u, 16u, 64u}) {
+    hostile_frames<float>(101, rate);
+    hostile_frames<double>(67, rate);
+  }
+}
+
+// Direct checks of the payload validation, each kind of malformation on its own.
+TEST_CASE("zfp decode validates the payload before writing", "[zfp]") {
+  using C = zfp_codec<float>;
+  const std::size_t n = 64;
+  const unsigned rate = 8;
+  std::vector<float> x(n, 2.0f);
+  x[10] = std::numeric_limits<float>::quiet_NaN();
+  x[20] = -std::numeric_limits<float>::infinity();
+  const auto good = our_encode(x, rate).payload;
+  const std::size_t sb = C::stream_bytes(n, rate);
+  REQUIRE(good.size() == sb + 8 + 2 * 8);
+  auto expect_corrupt = [&](const std::vector<std::byte>& p) {
+    std::vector<float> out(n, 42.0f);
+    std::vector<std::byte> ws(C::workspace_bytes(n, rate));
+    try {
+      C::decode(hcomm::exec::host{}, p.data(), p.size(), n, rate, out.data(), ws.data());
+      FAIL("accepted a malformed payload");
+    } catch (const hcomm::error& e) {
+      REQUIRE(e.code() == hcomm::errc::corrupt_frame);
+    }
+    for (float v : out) REQUIRE(v == 42.0f);  // untouched
+  };
+  auto put32 = [](std::vector<std::byte>& p, std::size_t at, std::uint32_t v) { std::memcpy(p.data() + at, &v, 4); };
+  auto put64 = [](std::vector<std::byte>& p, std::size_t at, std::uint64_t v) { std::memcpy(p.data() + at, &v, 8); };
+  {  // index out of range
+    auto p = good;
+    put32(p, sb + 8 + 8, 64);
+    expect_corrupt(p);
+  }
+  {  // not increasing
+    auto p = good;
+    put32(p, sb + 8 + 8, 10);
+    expect_corrupt(p);
+  }
+  {  // finite pattern
+    auto p = good;
+    put32(p, sb + 8 + 4, 0x3f800000u);
+    expect_corrupt(p);
+  }
+  {  // count larger than the list
+    auto p = good;
+    put64(p, sb, 3);
+    expect_corrupt(p);
+  }
+  {  // count larger than n
+    auto p = good;
+    put64(p, sb, n + 1);
+    expect_corrupt(p);
+  }
+  {  // one byte too many / too few
+    auto p = good;
+    p.push_back(std::byte{0});
+    expect_corrupt(p);
+    p.resize(good.size() - 1);
+    expect_corrupt(p);
+  }
+  {  // payload shorter than the stream
+    std::vector<std::byte> p(good.begin(), good.begin() + 5);
+    expect_corrupt(p);
+  }
+  {  // non-zero stream padding (n = 5 at rate 8: 64 bits of 128 used... use n=3: 32 of 64)
+    using D = zfp_codec<double>;
+    std::vector<double> y3{1.0, 2.0, 3.0};
+    auto p = our_encode(y3, 4).payload;  // 16 bits used of the only word
+    REQUIRE(p.size() == 16);
+    p[7] ^= std::byte{0x80};
+    std::vector<double> out(3);
+    std::vector<std::byte> ws(D::workspace_bytes(3, 4));
+    REQUIRE_THROWS_AS(D::decode(hcomm::exec::host{}, p.data(), p.size(), 3, 4, out.data(), ws.data()), hcomm::error);
+  }
+  {  // a valid payload decodes
+    std::vector<float> out(n);
+    std::vector<std::byte> ws(C::workspace_bytes(n, rate));
+    C::decode(hcomm::exec::host{}, good.data(), good.size(), n, rate, out.data(), ws.data());
+    REQUIRE(std::isnan(out[10]));
+    REQUIRE(out[20] == -std::numeric_limits<float>::infinity());
+    REQUIRE(out[0] == 2.0f);
+  }
+}
+
+TEST_CASE("zfp parameters and sizes", "[zfp]") {
+  using C = zfp_codec<float>;
+  STATIC_REQUIRE(hcomm::codec::codec_kernel<C>);
+  STATIC_REQUIRE(hcomm::codec::codec_kernel<zfp_codec<double>>);
+  REQUIRE_FALSE(C::valid_param(2));
+  REQUIRE(C::valid_param(3));
+  REQUIRE(C::valid_param(64));
+  REQUIRE_FALSE(C::valid_param(65));
+  REQUIRE(C::stream_bytes(0, 8) == 0);
+  REQUIRE(C::stream_bytes(1, 8) == 8);      // one block of 32 bits, padded to a word
+  REQUIRE(C::stream_bytes(256, 8) == 256);  // one group: 64 blocks * 32 bits
+  REQUIRE(C::stream_bytes(257, 3) == 104);  // 65 blocks * 12 bits = 780 bits -> 13 words
+  REQUIRE(our_encode(std::vector<float>{}, 8).payload.size() == 8);
+  REQUIRE(C::max_payload_bytes(std::numeric_limits<std::size_t>::max() / 2, 8) ==
+          std::numeric_limits<std::size_t>::max());
+  REQUIRE_THROWS_AS(hcomm::codec::parse_config("zfp:2"), hcomm::error);
 }
