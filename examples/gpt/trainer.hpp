@@ -1,0 +1,467 @@
+// examples/gpt/trainer.hpp: the 3-D parallel training driver, templated over a process grid
+// and a communication bundle (hcomm::bundle<Scheme>, or gpt::plain::bundle for plain MPI).
+//
+//   gpt::plain::grid g(dp, pp, tp);
+//   gpt::plain::bundle b(g);
+//   gpt::trainer<gpt::plain::grid, gpt::plain::bundle> t(cfg, opts, g, b);
+//   t.run();
+//
+// Per step: every DP rank takes its B/DP sequences of the global batch, split into micro-
+// batches that run through the pipeline stages with a 1F1B schedule (TP collectives inside
+// the layers), then the tied embedding gradient is summed between the first and last stage,
+// gradients are summed over DP in one allreduce of the stage's single gradient allocation,
+// the global norm is clipped, and AdamW steps. Scalars (loss, norm) use plain MPI on the
+// world communicator: they are not the traffic the schemes compress.
+#pragma once
+#include <mpi.h>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "checkpoint.hpp"
+#include "config.hpp"
+#include "data.hpp"
+#include "model.hpp"
+#include "optim.hpp"
+
+namespace gpt {
+
+// Thrown on every rank after one rank has printed why the run cannot go on.
+struct already_reported : std::exception {
+  const char* what() const noexcept override { return "error already reported"; }
+};
+
+struct run_options {
+  std::string data = "data/kjv.txt";
+  std::string scheme = "none";
+  std::string metrics;        // JSON lines file (rank 0)
+  std::string losses_out;     // "step loss" lines, %.17g (rank 0)
+  std::string expect_losses;  // compare with such a file at the end; non-zero exit on mismatch
+  double expect_rtol = 1e-5;
+  std::string save, resume;   // checkpoint prefixes
+  int save_every = 0;         // also save every k steps (0: only at the end / stop)
+  int stop_at = -1;           // stop (and save) before this step, as if interrupted
+  int sample = 64;            // bytes of text to sample at the end (0: none)
+  std::string prompt = "And God said";
+  bool quiet = false;
+};
+
+// One axis' bytes this step: (raw, sent) summed over all ranks.
+struct axis_bytes {
+  double raw = 0, sent = 0;
+};
+
+template <class Grid, class Bundle>
+class trainer {
+ public:
+  trainer(const config& c, const run_options& o, Grid& g, Bundle& b)
+      : cfg_(c), opt_(o), grid_(g), comm_(b),
+        model_(c, {g.pp_size(), g.pp_rank(), g.tp_size(), g.tp_rank()}, c.micro_for(g.dp_size(), g.pp_size()),
+               c.batch / g.dp_size() / c.micro_for(g.dp_size(), g.pp_size())),
+        adam_(model_.params.size()) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+    data_ = text_data::load(o.data, c.val_frac, c.block);
+    const int M = model_.n_micro();
+    const std::size_t N = static_cast<std::size_t>(model_.rows());
+    tokens_.assign(M, std::vector<int>(N));
+    targets_.assign(M, std::vector<int>(N));
+    model_.init_params();
+  }
+
+  // Returns the process exit code (0, or 1 when --expect-losses does not match).
+  int run() {
+    if (!opt_.resume.empty()) resume();
+    const bool root = world_rank_ == 0;
+    if (root && !opt_.quiet) banner();
+    std::FILE* metrics = nullptr;
+    if (root && !opt_.metrics.empty()) {
+      metrics = std::fopen(opt_.metrics.c_str(), step_ > 0 ? "a" : "w");
+      if (!metrics) hcomm::fail(hcomm::errc::io_failure, "cannot open --metrics file " + opt_.metrics);
+    }
+    const int end = opt_.stop_at >= 0 && opt_.stop_at < cfg_.steps ? opt_.stop_at : cfg_.steps;
+    const double tokens_per_step = static_cast<double>(cfg_.batch) * cfg_.block;
+    double flops = static_cast<double>(step_) * tokens_per_step * flops_per_token();
+    double total_s = 0, total_tokens = 0;
+    for (; step_ < end; ++step_) {
+      reset_stats();
+      MPI_Barrier(MPI_COMM_WORLD);  // time the step, not the previous step's stragglers
+      const double t0 = MPI_Wtime();
+      const float lr = lr_at(cfg_, static_cast<int>(step_));
+      const double loss = train_step(lr);
+      const double ms = (MPI_Wtime() - t0) * 1e3;
+      flops += tokens_per_step * flops_per_token();
+      total_s += ms / 1e3;
+      total_tokens += tokens_per_step;
+      const auto bytes = gather_stats();
+      double val = -1;
+      const bool eval_now = (cfg_.eval_every > 0 && (step_ + 1) % cfg_.eval_every == 0) || step_ + 1 == cfg_.steps;
+      if (eval_now) val = evaluate();
+      losses_[step_] = loss;
+      if (root) {
+        const double tps = tokens_per_step / (ms / 1e3);
+        if (!opt_.quiet) {
+          std::printf("step %4lld/%d | loss %.6f | lr %.3e | %8.0f tok/s | %8.2f ms | MB raw->sent dp %.3f->%.3f pp %.3f->%.3f tp %.3f->%.3f",
+                      static_cast<long long>(step_ + 1), cfg_.steps, loss, lr, tps, ms, bytes[0].raw / 1e6,
+                      bytes[0].sent / 1e6, bytes[1].raw / 1e6, bytes[1].sent / 1e6, bytes[2].raw / 1e6,
+                      bytes[2].sent / 1e6);
+          if (val >= 0) std::printf(" | val %.6f", val);
+          std::printf("\n");
+          std::fflush(stdout);
+        }
+        if (metrics) {
+          std::fprintf(metrics,
+                       "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"tokens_per_s\": %.1f, \"ms\": %.3f, "
+                       "\"flops\": %.6g, \"comm\": {\"dp\": {\"raw\": %.0f, \"sent\": %.0f}, \"pp\": {\"raw\": %.0f, "
+                       "\"sent\": %.0f}, \"tp\": {\"raw\": %.0f, \"sent\": %.0f}}",
+                       static_cast<long long>(step_ + 1), loss, lr, tps, ms, flops, bytes[0].raw, bytes[0].sent,
+                       bytes[1].raw, bytes[1].sent, bytes[2].raw, bytes[2].sent);
+          if (val >= 0) std::fprintf(metrics, ", \"val_loss\": %.9g", val);
+          std::fprintf(metrics, "}\n");
+          std::fflush(metrics);
+        }
+      }
+      for (int a = 0; a < 3; ++a) {
+        total_bytes_[a].raw += bytes[a].raw;
+        total_bytes_[a].sent += bytes[a].sent;
+      }
+      last_val_ = val >= 0 ? val : last_val_;
+      if (opt_.save_every > 0 && (step_ + 1) % opt_.save_every == 0 && !opt_.save.empty()) {
+        ++step_;
+        save();
+        --step_;
+      }
+    }
+    if (metrics) std::fclose(metrics);
+    if (!opt_.save.empty()) save();
+    if (root && !opt_.quiet && total_s > 0) summary(total_tokens / total_s);
+    if (step_ == cfg_.steps && opt_.sample > 0) sample_text();
+    return finish_losses();
+  }
+
+ private:
+  // ---- one optimizer step ------------------------------------------------------------------
+  double train_step(float lr) {
+    const int M = model_.n_micro(), S = model_.micro(), T = cfg_.block;
+    const int per_dp = cfg_.batch / grid_.dp_size();
+    for (int mb = 0; mb < M; ++mb)
+      for (int s = 0; s < S; ++s) {
+        const int g = grid_.dp_rank() * per_dp + mb * S + s;
+        data_.train_sequence(cursor_, g, T, tokens_[mb].data() + s * T, targets_[mb].data() + s * T);
+      }
+    model_.zero_grads();
+    const double local_loss = pipeline_1f1b();
+    sync_tied_embedding();
+    comm_.dp().allreduce(std::span<float>(model_.grads));
+    // loss: sum of token losses from the last stage's tp-rank-0 of every DP replica
+    double loss = (model_.is_last() && grid_.tp_rank() == 0) ? local_loss : 0.0;
+    MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    loss /= static_cast<double>(cfg_.batch) * T;
+    // global gradient norm: every DP replica holds the same summed gradients, count one
+    double sq = grid_.dp_rank() == 0 ? model_.local_grad_sq() : 0.0;
+    MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    const double norm = std::sqrt(sq);
+    if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) model_.scale_grads(static_cast<float>(cfg_.grad_clip / (norm + 1e-6)));
+    adam_.step(model_, lr, static_cast<int>(step_) + 1);
+    cursor_ += static_cast<std::uint64_t>(cfg_.batch) * T;
+    return loss;
+  }
+
+  // 1F1B over M micro-batches: warm-up of (stages after this one) forwards, then one forward
+  // one backward, then the remaining backwards. Blocking send/recv pairs are ordered so that
+  // on every stage boundary both sides see the same sequence of messages (the lower stage
+  // sends before it receives, the upper one receives before it sends): no deadlock even
+  // when sends wait for their receivers.
+  double pipeline_1f1b() {
+    const int M = model_.n_micro(), P = grid_.pp_size(), s = grid_.pp_rank();
+    const int warm = std::min(P - s - 1, M), steady = M - warm;
+    const float scale = 1.f / (static_cast<float>(cfg_.batch) * static_cast<float>(cfg_.block));
+    double loss = 0;
+    auto F = [&](int mb) { loss += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), comm_.tp(), scale, true); };
+    auto B = [&](int mb) { model_.backward(mb, tokens_[mb].data(), comm_.tp()); };
+    for (int i = 0; i < warm; ++i) {
+      recv_forward(i);
+      F(i);
+      send_forward(i);
+    }
+    if (steady > 0) recv_forward(warm);
+    for (int i = 0; i < steady; ++i) {
+      F(warm + i);
+      send_forward(warm + i);
+      recv_backward(i);
+      B(i);
+      if (i + 1 < steady) recv_forward(warm + i + 1);
+      send_backward(i);
+    }
+    for (int i = steady; i < M; ++i) {
+      recv_backward(i);
+      B(i);
+      send_backward(i);
+    }
+    return loss;
+  }
+  std::span<float> act_span(float* p) { return {p, static_cast<std::size_t>(model_.act_numel())}; }
+  void recv_forward(int mb) {
+    if (!model_.is_first()) comm_.pp().recv(act_span(model_.input(mb)), grid_.prev_stage(), 2 * mb);
+  }
+  void send_forward(int mb) {
+    if (!model_.is_last())
+      comm_.pp().send(std::span<const float>(model_.output(mb), static_cast<std::size_t>(model_.act_numel())),
+                      grid_.next_stage(), 2 * mb);
+  }
+  void recv_backward(int mb) {
+    if (!model_.is_last()) comm_.pp().recv(act_span(model_.dres()), grid_.next_stage(), 2 * mb + 1);
+  }
+  void send_backward(int mb) {
+    if (!model_.is_first())
+      comm_.pp().send(std::span<const float>(model_.dres(), static_cast<std::size_t>(model_.act_numel())),
+                      grid_.prev_stage(), 2 * mb + 1);
+  }
+
+  // GPT-2 ties wte to the lm head. With several stages the first and the last stage each
+  // hold a copy; summing their gradients (a + b == b + a, bitwise) keeps the copies equal.
+  void sync_tied_embedding() {
+    if (cfg_.arch != arch_kind::gpt2 || grid_.pp_size() == 1) return;
+    if (!model_.is_first() && !model_.is_last()) return;
+    const local_tensor* t = nullptr;
+    for (const auto& x : model_.tensors())
+      if (x.global == 0) t = &x;
+    std::span<float> mine(model_.grads.data() + t->offset, static_cast<std::size_t>(t->numel));
+    tied_buf_.resize(mine.size());
+    const int peer = grid_.rank_of(grid_.dp_rank(), model_.is_first() ? grid_.pp_size() - 1 : 0, grid_.tp_rank());
+    constexpr int tag = 1 << 20;
+    if (model_.is_first()) {
+      comm_.pp().send(std::span<const float>(mine), peer, tag);
+      comm_.pp().recv(std::span<float>(tied_buf_), peer, tag + 1);
+    } else {
+      comm_.pp().recv(std::span<float>(tied_buf_), peer, tag);
+      comm_.pp().send(std::span<const float>(mine), peer, tag + 1);
+    }
+    for (std::size_t i = 0; i < mine.size(); ++i) mine[i] += tied_buf_[i];
+  }
+
+  // ---- evaluation and sampling ------------------------------------------------------------
+  double evaluate() {
+    const int M = model_.n_micro(), S = model_.micro(), T = cfg_.block;
+    const int per_dp = cfg_.batch / grid_.dp_size();
+    double sum = 0;
+    for (int v = 0; v < cfg_.eval_batches; ++v) {
+      for (int mb = 0; mb < M; ++mb) {
+        for (int s = 0; s < S; ++s)
+          data_.val_sequence(v, cfg_.batch, grid_.dp_rank() * per_dp + mb * S + s, T, tokens_[mb].data() + s * T,
+                             targets_[mb].data() + s * T);
+        recv_forward(mb);
+        sum += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), comm_.tp(), 0.f, false);
+        send_forward(mb);
+      }
+    }
+    double loss = (model_.is_last() && grid_.tp_rank() == 0) ? sum : 0.0;
+    MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return loss / (static_cast<double>(cfg_.eval_batches) * cfg_.batch * T);
+  }
+
+  // Samples opt_.sample bytes after the prompt (temperature 1, top-k 0, seeded): every DP
+  // replica computes the same thing; the last stage's tp-rank-0 of DP replica 0 picks each
+  // byte and broadcasts it to the world. The context is the last T bytes.
+  void sample_text() {
+    const int T = cfg_.block;
+    const int sampler = grid_.rank_of(0, grid_.pp_size() - 1, 0);
+    std::string text = opt_.prompt.empty() ? std::string("\n") : opt_.prompt;
+    std::vector<float> row(static_cast<std::size_t>(cfg_.vocab)), part(static_cast<std::size_t>(model_.local_vocab()));
+    rng r{rng_state_};
+    for (int i = 0; i < opt_.sample; ++i) {
+      const int len = std::min<int>(static_cast<int>(text.size()), T);
+      const std::string ctx = text.substr(text.size() - len);
+      auto& tok = tokens_[0];
+      std::fill(tok.begin(), tok.end(), 0);
+      for (int t = 0; t < len; ++t) tok[t] = static_cast<unsigned char>(ctx[t]);
+      recv_forward(0);
+      model_.forward(0, tok.data(), targets_[0].data(), comm_.tp(), 0.f, false);
+      send_forward(0);
+      int next = 0;
+      if (model_.is_last()) {
+        const float* z = model_.logits() + static_cast<std::size_t>(len - 1) * model_.local_vocab();
+        std::copy(z, z + model_.local_vocab(), part.begin());
+        if (grid_.tp_size() > 1) comm_.tp().allgather(std::span<const float>(part), std::span<float>(row));
+        else row = part;
+        float mx = row[0];
+        for (float x : row) mx = std::max(mx, x);
+        double total = 0;
+        for (float& x : row) total += (x = std::exp(x - mx));
+        double u = r.uniform() * total;
+        for (int v = 0; v < cfg_.vocab; ++v) {
+          u -= row[v];
+          if (u <= 0) { next = v; break; }
+          next = v;
+        }
+      }
+      MPI_Bcast(&next, 1, MPI_INT, sampler, MPI_COMM_WORLD);
+      text.push_back(static_cast<char>(next));
+    }
+    if (world_rank_ == 0 && !opt_.quiet) {
+      std::string shown;
+      for (char ch : text) shown += (static_cast<unsigned char>(ch) < 32 && ch != '\n') ? '?' : ch;
+      std::printf("---- sample ----\n%s\n----------------\n", shown.c_str());
+    }
+  }
+
+  // ---- reporting ---------------------------------------------------------------------------
+  void reset_stats() {
+    comm_.dp().reset_stats();
+    comm_.pp().reset_stats();
+    comm_.tp().reset_stats();
+  }
+  // This step's bytes per axis, summed over all ranks (each rank counts what it sent).
+  std::array<axis_bytes, 3> gather_stats() {
+    double v[6];
+    const auto d = comm_.dp().stats(), p = comm_.pp().stats(), t = comm_.tp().stats();
+    v[0] = static_cast<double>(d.raw_bytes); v[1] = static_cast<double>(d.wire_bytes);
+    v[2] = static_cast<double>(p.raw_bytes); v[3] = static_cast<double>(p.wire_bytes);
+    v[4] = static_cast<double>(t.raw_bytes); v[5] = static_cast<double>(t.wire_bytes);
+    MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return {axis_bytes{v[0], v[1]}, axis_bytes{v[2], v[3]}, axis_bytes{v[4], v[5]}};
+  }
+  double n_params() const {
+    double n = 0;
+    for (const auto& s : model_.specs()) n += static_cast<double>(s.numel());
+    return n;
+  }
+  // Training FLOPs per token: 6 per parameter (forward + backward) plus attention scores.
+  double flops_per_token() const {
+    return 6.0 * n_params() + 12.0 * cfg_.layers * static_cast<double>(cfg_.channels) * cfg_.block;
+  }
+  void banner() const {
+    std::printf("train_gpt: arch %s, %d layers, C %d, %d heads, T %d, %.3fM params | batch %d = dp %d x %d micro-batches x %d | grid dp %d pp %d tp %d | scheme %s\n",
+                to_string(cfg_.arch), cfg_.layers, cfg_.channels, cfg_.heads, cfg_.block, n_params() / 1e6,
+                cfg_.batch, grid_.dp_size(), model_.n_micro(), model_.micro(), grid_.dp_size(), grid_.pp_size(),
+                grid_.tp_size(), opt_.scheme.c_str());
+    if (step_ > 0) std::printf("resumed at step %lld\n", static_cast<long long>(step_));
+    std::fflush(stdout);
+  }
+  void summary(double tps) const {
+    auto last = losses_.rbegin();
+    std::printf("summary: final train loss %.6f", last != losses_.rend() ? last->second : 0.0);
+    if (last_val_ >= 0) std::printf(", val loss %.6f", last_val_);
+    std::printf(", %.0f tokens/s", tps);
+    const char* names[3] = {"dp", "pp", "tp"};
+    for (int a = 0; a < 3; ++a) {
+      const double saved = total_bytes_[a].raw - total_bytes_[a].sent;
+      std::printf(", %s %.2f MB saved of %.2f MB", names[a], saved / 1e6, total_bytes_[a].raw / 1e6);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+  // ---- checkpoints -------------------------------------------------------------------------
+  checkpoint_meta meta() const {
+    checkpoint_meta m;
+    m.fingerprint = cfg_.fingerprint() + " scheme " + opt_.scheme;
+    m.dp = grid_.dp_size(); m.pp = grid_.pp_size(); m.tp = grid_.tp_size(); m.rank = world_rank_;
+    m.step = step_; m.cursor = cursor_; m.rng = rng_state_;
+    return m;
+  }
+  void save() {
+    save_checkpoint(opt_.save, meta(),
+                    {std::span<const float>(model_.params), std::span<const float>(adam_.m), std::span<const float>(adam_.v)});
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (world_rank_ == 0 && !opt_.quiet)
+      std::printf("saved checkpoint %s.rank* at step %lld\n", opt_.save.c_str(), static_cast<long long>(step_));
+  }
+  void resume() {
+    std::string err;
+    checkpoint_meta got;
+    // Verify into scratch first so a refused checkpoint leaves this rank untouched.
+    std::vector<float> p(model_.params.size()), m(p.size()), v(p.size());
+    try {
+      got = load_checkpoint(opt_.resume, meta(), {std::span<float>(p), std::span<float>(m), std::span<float>(v)});
+    } catch (const hcomm::error& e) {
+      err = e.what();
+    }
+    // The lowest refusing rank explains; every rank then stops without touching anything.
+    int first_bad = err.empty() ? std::numeric_limits<int>::max() : world_rank_;
+    MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first_bad != std::numeric_limits<int>::max()) {
+      if (first_bad == world_rank_) std::fprintf(stderr, "train_gpt (rank %d): %s\n", world_rank_, err.c_str());
+      throw already_reported{};
+    }
+    model_.params = std::move(p);
+    adam_.m = std::move(m);
+    adam_.v = std::move(v);
+    step_ = got.step;
+    cursor_ = got.cursor;
+    rng_state_ = got.rng;
+  }
+
+  int finish_losses() {
+    if (world_rank_ != 0) return 0;
+    if (!opt_.losses_out.empty()) {
+      std::ofstream f(opt_.losses_out + ".tmp");
+      char line[64];
+      for (const auto& [s, l] : losses_) {
+        std::snprintf(line, sizeof line, "%lld %.17g\n", static_cast<long long>(s), l);
+        f << line;
+      }
+      f.close();
+      std::rename((opt_.losses_out + ".tmp").c_str(), opt_.losses_out.c_str());
+    }
+    if (opt_.expect_losses.empty()) return 0;
+    std::ifstream f(opt_.expect_losses);
+    if (!f) {
+      std::fprintf(stderr, "train_gpt: cannot read --expect-losses %s\n", opt_.expect_losses.c_str());
+      return 1;
+    }
+    std::map<long long, double> want;
+    long long s;
+    double l;
+    while (f >> s >> l) want[s] = l;
+    int checked = 0, bad = 0;
+    double worst = 0;
+    for (const auto& [st, got] : losses_) {
+      auto it = want.find(st);
+      if (it == want.end()) continue;
+      ++checked;
+      const double rel = std::fabs(got - it->second) / std::max(1e-30, std::fabs(it->second));
+      worst = std::max(worst, rel);
+      const bool ok = opt_.expect_rtol == 0 ? got == it->second : rel <= opt_.expect_rtol;
+      if (!ok) {
+        ++bad;
+        std::fprintf(stderr, "step %lld: loss %.17g, expected %.17g (rel %.3e)\n", static_cast<long long>(st), got, it->second, rel);
+      }
+    }
+    if (checked == 0) {
+      std::fprintf(stderr, "train_gpt: --expect-losses %s has none of this run's steps\n", opt_.expect_losses.c_str());
+      return 1;
+    }
+    std::printf("expect-losses: %d steps compared, worst relative difference %.3e (tolerance %s)\n", checked, worst,
+                opt_.expect_rtol == 0 ? "bitwise" : std::to_string(opt_.expect_rtol).c_str());
+    if (bad) std::fprintf(stderr, "expect-losses: %d of %d steps differ\n", bad, checked);
+    return bad ? 1 : 0;
+  }
+
+  config cfg_;
+  run_options opt_;
+  Grid& grid_;
+  Bundle& comm_;
+  stage_model model_;
+  adamw adam_;
+  text_data data_;
+  int world_rank_ = 0;
+  std::int64_t step_ = 0;
+  std::uint64_t cursor_ = 0;
+  std::uint64_t rng_state_ = 0x5eed;
+  std::vector<std::vector<int>> tokens_, targets_;
+  std::vector<float> tied_buf_;
+  std::map<std::int64_t, double> losses_;
+  std::array<axis_bytes, 3> total_bytes_{};
+  double last_val_ = -1;
+};
+
+}  // namespace gpt
