@@ -1,0 +1,258 @@
+// hcomm/exec/cuda.hpp: the CUDA executor. Runs the same kernel functors as the host
+// executor, as grid-stride kernels on one stream, in device memory.
+//
+//   cudaStream_t s;  cudaStreamCreate(&s);
+//   hcomm::exec::cuda ex{s};                    // does not own s: destroy it after ex
+//   hcomm::codec::engine<hcomm::exec::cuda> eng{ex};
+//   eng.compress_async(cfg, d_in, n, d_frame, cap, d_frame_bytes);  // never waits on the host
+//
+// Every member is stream-ordered on the executor's stream and returns without waiting,
+// except to_host (it must hand the bytes to the host, so it synchronises the stream) and
+// synchronize. Kernel functors are copied to the device by value: their call operator must
+// be HCOMM_HOST_DEVICE and they must be trivially copyable (hold pointers, not containers).
+//
+// Thread safety: an executor object caches CUB's scan workspace and two device attributes
+// in mutable members, so one object must not be used from two host threads at once. Copies
+// are independent (a copy shares the stream but not the workspace); give each thread its
+// own copy, ideally with its own stream. An executor is tied to the CUDA device that is
+// current at its first call.
+//
+// This header is CUDA code: it compiles only under nvcc. hcomm/exec/exec.hpp includes it
+// when the build has CUDA (HCOMM_HAS_CUDA) and the translation unit is compiled by nvcc.
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "hcomm/exec/cuda.hpp is CUDA code: compile this file with nvcc (a .cu source, or LANGUAGE CUDA), or include hcomm/exec/exec.hpp, which adds the CUDA executor only under nvcc"
+#else
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <cub/device/device_scan.cuh>
+
+#include "hcomm/core/error.hpp"
+#include "hcomm/core/macros.hpp"
+
+// Throws hcomm::error(cuda_failure, "file:line: expr: <cudaGetErrorString>") when a CUDA
+// runtime call does not return cudaSuccess.
+#define HCOMM_CUDA_CHECK(expr)                                                                   \
+  do {                                                                                           \
+    const cudaError_t hcomm_cuda_err_ = (expr);                                                  \
+    if (hcomm_cuda_err_ != cudaSuccess)                                                          \
+      ::hcomm::fail(::hcomm::errc::cuda_failure, std::string(__FILE__) + ":" +                   \
+                                                     HCOMM_STRINGIFY(__LINE__) + ": " #expr ": " + \
+                                                     ::cudaGetErrorString(hcomm_cuda_err_));     \
+  } while (0)
+
+namespace hcomm::exec {
+
+namespace detail {
+
+// One thread per index while the grid lasts, then strides: the grid is capped at a few
+// waves of the device so a launch over 2^30 chunks does not create 2^22 blocks.
+template <class F>
+__global__ void cuda_for_each_kernel(std::size_t n, F f) {
+  const std::size_t stride = static_cast<std::size_t>(blockDim.x) * gridDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
+}
+
+// out[n] = total, for an out-of-place scan (in is still intact after CUB's pass).
+struct cuda_scan_total_kernel {
+  const std::uint64_t* in;
+  std::uint64_t* out;
+  std::size_t n;
+  HCOMM_HOST_DEVICE void operator()(std::size_t) const { out[n] = out[n - 1] + in[n - 1]; }
+};
+
+}  // namespace detail
+
+// Number of usable CUDA devices; 0 (with the reason in *why) when there is no driver, no
+// device, or the runtime fails. Never throws: tests use it to decide whether to skip.
+inline int cuda_device_count(std::string* why = nullptr) noexcept {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    if (why) *why = std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err);
+    (void)cudaGetLastError();  // clear it so that later calls do not report it again
+    return 0;
+  }
+  if (count == 0 && why) *why = "cudaGetDeviceCount returned 0";
+  return count;
+}
+
+class cuda {
+ public:
+  static constexpr bool is_device = true;
+  static constexpr const char* name = "cuda";
+  static constexpr unsigned block_size = 256;  // 256 x 255 registers still fits one SM
+
+  // nullptr: the legacy default stream. The executor does not own the stream.
+  explicit cuda(cudaStream_t stream = nullptr) noexcept : stream_(stream) {}
+
+  // A copy shares the stream and the cached device facts, never the scan workspace (which
+  // each object frees on destruction).
+  cuda(const cuda& o) noexcept : stream_(o.stream_), max_blocks_(o.max_blocks_), pools_(o.pools_) {}
+  cuda& operator=(const cuda& o) noexcept {
+    if (this != &o) {
+      release_scan_workspace();
+      stream_ = o.stream_;
+      max_blocks_ = o.max_blocks_;
+      pools_ = o.pools_;
+    }
+    return *this;
+  }
+  cuda(cuda&& o) noexcept
+      : stream_(o.stream_), scan_tmp_(o.scan_tmp_), scan_tmp_bytes_(o.scan_tmp_bytes_), max_blocks_(o.max_blocks_),
+        pools_(o.pools_) {
+    o.scan_tmp_ = nullptr;
+    o.scan_tmp_bytes_ = 0;
+  }
+  cuda& operator=(cuda&& o) noexcept {
+    if (this != &o) {
+      release_scan_workspace();
+      stream_ = o.stream_;
+      scan_tmp_ = o.scan_tmp_;
+      scan_tmp_bytes_ = o.scan_tmp_bytes_;
+      max_blocks_ = o.max_blocks_;
+      pools_ = o.pools_;
+      o.scan_tmp_ = nullptr;
+      o.scan_tmp_bytes_ = 0;
+    }
+    return *this;
+  }
+  ~cuda() { release_scan_workspace(); }
+
+  cudaStream_t stream() const noexcept { return stream_; }
+
+  // Bytes of scan workspace this object holds (grown on demand, never shrunk).
+  std::size_t scan_workspace_bytes() const noexcept { return scan_tmp_bytes_; }
+
+  template <class F>
+  void for_each(std::size_t n, const F& f) const {
+    static_assert(std::is_trivially_copyable_v<F>,
+                  "hcomm: a CUDA kernel functor is copied to the device by value; it must be trivially copyable "
+                  "(hold raw pointers and sizes, not containers or references)");
+    if (n == 0) return;
+    const std::size_t want = (n + block_size - 1) / block_size;
+    const std::size_t cap = static_cast<std::size_t>(max_blocks());
+    const unsigned blocks = static_cast<unsigned>(want < cap ? want : cap);
+    detail::cuda_for_each_kernel<F><<<blocks, block_size, 0, stream_>>>(n, f);
+    HCOMM_CUDA_CHECK(cudaGetLastError());
+  }
+
+  // out[i] = sum of in[0..i), out[n] = total; in and out may be the same pointer (not
+  // otherwise overlapping). CUB's decoupled look-back scan, no host synchronisation; its
+  // temporary storage is sized by CUB's query and kept in this object, grown when needed.
+  void exclusive_scan(const std::uint64_t* in, std::uint64_t* out, std::size_t n) const {
+    if (n == 0) {
+      HCOMM_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(std::uint64_t), stream_));
+      return;
+    }
+    std::size_t need = 0;
+    if (in == out) {
+      // In place over n+1 items whose last input is 0: the last output is the total.
+      HCOMM_CUDA_CHECK(cudaMemsetAsync(out + n, 0, sizeof(std::uint64_t), stream_));
+      HCOMM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, need, out, n + 1, stream_));
+      void* tmp = scan_workspace(need);
+      HCOMM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, need, out, n + 1, stream_));
+    } else {
+      HCOMM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, need, in, out, n, stream_));
+      void* tmp = scan_workspace(need);
+      HCOMM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, need, in, out, n, stream_));
+      for_each(1, detail::cuda_scan_total_kernel{in, out, n});
+    }
+  }
+
+  // Device memory, stream-ordered (cudaMallocAsync) where the device supports memory pools,
+  // else cudaMalloc. 0 bytes gives nullptr. At least 256-byte aligned.
+  void* allocate(std::size_t bytes) const {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    if (memory_pools()) {
+      HCOMM_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream_));
+    } else {
+      HCOMM_CUDA_CHECK(cudaMalloc(&p, bytes));
+    }
+    return p;
+  }
+  // Stream-ordered free: work already queued on the stream may still use p. Never throws
+  // (it runs in destructors); a failure here leaves the error for the next checked call.
+  void deallocate(void* p) const noexcept {
+    if (p == nullptr) return;
+    if (pools_ != 0) {
+      if (cudaFreeAsync(p, stream_) == cudaSuccess) return;
+      (void)cudaGetLastError();
+    }
+    (void)cudaFree(p);
+  }
+
+  // cudaMemcpyDefault: with unified addressing the runtime knows where each pointer lives.
+  void copy(void* dst, const void* src, std::size_t bytes) const {
+    if (bytes) HCOMM_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_));
+  }
+  // The only synchronising data member: the bytes are on the host when it returns.
+  void to_host(void* host_dst, const void* src, std::size_t bytes) const {
+    if (bytes) HCOMM_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDefault, stream_));
+    HCOMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+  // Pageable host memory is staged before the call returns; pinned host memory must stay
+  // valid until the stream reaches the copy.
+  void from_host(void* dst, const void* host_src, std::size_t bytes) const {
+    if (bytes) HCOMM_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyDefault, stream_));
+  }
+  void fill_zero(void* dst, std::size_t bytes) const {
+    if (bytes) HCOMM_CUDA_CHECK(cudaMemsetAsync(dst, 0, bytes, stream_));
+  }
+  void synchronize() const { HCOMM_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+ private:
+  int max_blocks() const {
+    if (max_blocks_ == 0) {
+      int dev = 0, sms = 0;
+      HCOMM_CUDA_CHECK(cudaGetDevice(&dev));
+      HCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      // 8 blocks of 256 threads fill an SM (2048 threads); 4 waves smooth out uneven chunks.
+      max_blocks_ = (sms > 0 ? sms : 1) * 32;
+    }
+    return max_blocks_;
+  }
+  bool memory_pools() const {
+    if (pools_ < 0) {
+      int dev = 0, v = 0;
+      HCOMM_CUDA_CHECK(cudaGetDevice(&dev));
+      HCOMM_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMemoryPoolsSupported, dev));
+      pools_ = v != 0 ? 1 : 0;
+    }
+    return pools_ == 1;
+  }
+  void* scan_workspace(std::size_t bytes) const {
+    if (bytes > scan_tmp_bytes_) {
+      // Stream-ordered: scans already queued keep the old block until they are done.
+      deallocate(scan_tmp_);
+      scan_tmp_ = nullptr;
+      scan_tmp_bytes_ = 0;
+      const std::size_t grown = bytes + bytes / 2;  // fewer regrowths when n creeps up
+      scan_tmp_ = allocate(grown);
+      scan_tmp_bytes_ = grown;
+    }
+    return scan_tmp_;
+  }
+  void release_scan_workspace() noexcept {
+    deallocate(scan_tmp_);
+    scan_tmp_ = nullptr;
+    scan_tmp_bytes_ = 0;
+  }
+
+  cudaStream_t stream_ = nullptr;
+  mutable void* scan_tmp_ = nullptr;
+  mutable std::size_t scan_tmp_bytes_ = 0;
+  mutable int max_blocks_ = 0;  // 0: not queried yet
+  mutable int pools_ = -1;      // -1: not queried yet
+};
+
+}  // namespace hcomm::exec
+
+#endif  // __CUDACC__

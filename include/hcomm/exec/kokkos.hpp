@@ -1,0 +1,128 @@
+// hcomm/exec/kokkos.hpp: the Kokkos executor. Runs the same kernel functors as the host and
+// CUDA executors through Kokkos::parallel_for / parallel_scan on one execution-space
+// instance, in that space's memory.
+//
+//   Kokkos::ScopeGuard guard(argc, argv);              // Kokkos must be initialised first
+//   hcomm::exec::kokkos<> ex;                          // Kokkos::DefaultExecutionSpace
+//   hcomm::codec::engine<hcomm::exec::kokkos<>> eng{ex};
+//
+// Debian's Kokkos 3.4.1 has only Kokkos::Serial; any enabled space works (OpenMP, Cuda,
+// HIP...). Members are asynchronous with respect to the host where the space is (device
+// spaces), except to_host and synchronize, which fence the instance. Link Kokkos::kokkos.
+// Functors need an HCOMM_HOST_DEVICE call operator when the space is a device space.
+#pragma once
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "hcomm/core/macros.hpp"
+
+namespace hcomm::exec {
+
+namespace detail {
+
+// Kokkos hands the functor its policy's index type; hcomm kernels take std::size_t.
+template <class F>
+struct kokkos_index_adapter {
+  F f;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i) const { f(static_cast<std::size_t>(i)); }
+};
+
+// Reads in[i] before writing out[i] (in and out may alias); the last index also writes the
+// total to out[n], so the result stays in the space's memory (no host round trip).
+struct kokkos_exclusive_scan_functor {
+  using value_type = std::uint64_t;
+  const std::uint64_t* in;
+  std::uint64_t* out;
+  std::int64_t n;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t i, std::uint64_t& acc, const bool final) const {
+    const std::uint64_t v = in[i];
+    if (final) {
+      out[i] = acc;
+      if (i + 1 == n) out[n] = acc + v;
+    }
+    acc += v;
+  }
+};
+
+struct kokkos_zero_word_functor {
+  std::uint64_t* out;
+  KOKKOS_INLINE_FUNCTION void operator()(const std::int64_t) const { *out = 0; }
+};
+
+}  // namespace detail
+
+template <class ExecSpace = Kokkos::DefaultExecutionSpace>
+struct kokkos {
+  using execution_space = ExecSpace;
+  using memory_space = typename ExecSpace::memory_space;
+  static constexpr bool is_device = !Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
+  static constexpr const char* name = "kokkos";
+
+  ExecSpace space{};  // the instance every member runs on (a stream, for device spaces)
+
+  template <class F>
+  void for_each(std::size_t n, const F& f) const {
+    if (n == 0) return;
+    Kokkos::parallel_for("hcomm::exec::kokkos::for_each", policy(n), detail::kokkos_index_adapter<F>{f});
+  }
+
+  // out[i] = sum of in[0..i), out[n] = total; in and out may be the same pointer.
+  void exclusive_scan(const std::uint64_t* in, std::uint64_t* out, std::size_t n) const {
+    if (n == 0) {
+      Kokkos::parallel_for("hcomm::exec::kokkos::scan_empty", policy(1), detail::kokkos_zero_word_functor{out});
+      return;
+    }
+    Kokkos::parallel_scan("hcomm::exec::kokkos::exclusive_scan", policy(n),
+                          detail::kokkos_exclusive_scan_functor{in, out, static_cast<std::int64_t>(n)});
+  }
+
+  // Kokkos' tracked allocation in the space's memory (64-byte aligned); 0 bytes: nullptr.
+  void* allocate(std::size_t bytes) const {
+    if (bytes == 0) return nullptr;
+    return Kokkos::kokkos_malloc<memory_space>("hcomm::exec::kokkos", bytes);
+  }
+  void deallocate(void* p) const noexcept {
+    if (p) Kokkos::kokkos_free<memory_space>(p);
+  }
+
+  void copy(void* dst, const void* src, std::size_t bytes) const {
+    if (bytes) Kokkos::deep_copy(space, space_bytes(dst, bytes), const_space_bytes(src, bytes));
+  }
+  // Fences the instance: the bytes are on the host when it returns.
+  void to_host(void* host_dst, const void* src, std::size_t bytes) const {
+    if (bytes) Kokkos::deep_copy(space, host_bytes(host_dst, bytes), const_space_bytes(src, bytes));
+    space.fence();
+  }
+  // The host source must stay valid until the instance reaches the copy (device spaces).
+  void from_host(void* dst, const void* host_src, std::size_t bytes) const {
+    if (bytes) Kokkos::deep_copy(space, space_bytes(dst, bytes), const_host_bytes(host_src, bytes));
+  }
+  void fill_zero(void* dst, std::size_t bytes) const {
+    if (bytes) Kokkos::deep_copy(space, space_bytes(dst, bytes), static_cast<unsigned char>(0));
+  }
+  void synchronize() const { space.fence(); }
+
+ private:
+  using unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
+  using policy_type = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::int64_t>>;
+
+  policy_type policy(std::size_t n) const { return policy_type(space, 0, static_cast<std::int64_t>(n)); }
+  template <class T, class Space>
+  using bytes_view = Kokkos::View<T*, Space, unmanaged>;
+  static auto space_bytes(void* p, std::size_t n) {
+    return bytes_view<unsigned char, memory_space>(static_cast<unsigned char*>(p), n);
+  }
+  static auto const_space_bytes(const void* p, std::size_t n) {
+    return bytes_view<const unsigned char, memory_space>(static_cast<const unsigned char*>(p), n);
+  }
+  static auto host_bytes(void* p, std::size_t n) {
+    return bytes_view<unsigned char, Kokkos::HostSpace>(static_cast<unsigned char*>(p), n);
+  }
+  static auto const_host_bytes(const void* p, std::size_t n) {
+    return bytes_view<const unsigned char, Kokkos::HostSpace>(static_cast<const unsigned char*>(p), n);
+  }
+};
+
+}  // namespace hcomm::exec
