@@ -135,7 +135,7 @@ TEST_CASE("pattern fractions at T = 1024, stride 128 (MST: 23%, 1%, 24%, 13%)", 
   } rows[] = {{pattern::local, 122944, 0.23}, {pattern::strided, 4608, 0.01},
               {pattern::local_strided, 126528, 0.24}, {pattern::fixed, 66048 + 3584, 0.13}};
   std::printf("\nHSA pattern fractions of causal entries, T=1024, stride 128 (summary 1 for fixed):\n");
-  std::printf("%-14s %8s %6s | computed by kernel: cover B=128/64/32/16 | blockwise B=128/64/32/16\n", "pattern", "kept",
+  std::printf("%-14s %8s %6s | in kept blocks: cover B=128/64/32/16     | blockwise B=128/64/32/16\n", "pattern", "kept",
               "paper");
   for (const auto& r : rows) {
     const pattern_spec p{r.kind, 128, 1};
@@ -166,8 +166,10 @@ TEST_CASE("hybrid attention follows the schedule's HSA window", "[attention]") {
   CHECK(&h.at(s, 0) == &h.sparse());
   CHECK(&h.at(s, 199) == &h.sparse());
   CHECK(&h.at(s, 200) == &h.dense());
-  CHECK(h.computed_fraction(s, 500) == 1.0);
-  CHECK(h.computed_fraction(s, 10) < 0.75);  // local+strided at stride 64, B 32: 72%
+  CHECK(h.work_fraction(s, 500) == 1.0);
+  CHECK(h.work_fraction(s, 10) == Approx(h.sparse().kept_fraction()));
+  CHECK(h.work_fraction(s, 10) < 0.5);  // local+strided at stride 64, T 256
+  CHECK(h.sparse().computed_fraction() < 0.75);  // blocks of 32: 72% of causal entries in kept blocks
   CHECK(forward_flops(h.dense(), 64) == 4.0 * 64 * (256.0 * 257 / 2));
   CHECK(backward_flops(h.sparse(), 64) == 2 * forward_flops(h.sparse(), 64));
 }

@@ -34,9 +34,15 @@ inline constexpr std::size_t max_block = 256;
 
 namespace detail {
 HCOMM_HOST_DEVICE float neg_inf() { return -__builtin_huge_valf(); }
+// Eight partial sums: lets the host compiler vectorise the reduction without fast-math
+// (a single float accumulator is a serial dependency chain), and is harmless on a GPU.
 HCOMM_HOST_DEVICE float dot(const float* a, const float* b, std::size_t d) {
-  float s = 0.f;
-  for (std::size_t c = 0; c < d; ++c) s += a[c] * b[c];
+  float p[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  std::size_t c = 0;
+  for (; c + 8 <= d; c += 8)
+    for (std::size_t u = 0; u < 8; ++u) p[u] += a[c + u] * b[c + u];
+  float s = ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
+  for (; c < d; ++c) s += a[c] * b[c];
   return s;
 }
 
@@ -277,10 +283,12 @@ inline void dense_masked_backward(const std::uint8_t* mask, std::size_t T, std::
   }
 }
 
-// Multiply-add count of what the kernels compute, as FLOPs (2 per multiply-add): forward
-// QK^T and PV = 4 d per computed entry; backward dQ, dK, dV, dP = 8 d per computed entry
+// FLOPs of what these kernels compute (2 per multiply-add). They evaluate only kept
+// entries (masked entries inside a kept block are skipped before the dot product), so
+// the count is per kept entry: forward QK^T and PV = 4 d; backward dQ, dK, dV, dP = 8 d
 // (the recomputation of P in backward is not counted, as in the usual 3x convention).
-inline double forward_flops(const layout& lay, std::size_t d) { return 4.0 * double(d) * double(lay.computed_entries()); }
-inline double backward_flops(const layout& lay, std::size_t d) { return 8.0 * double(d) * double(lay.computed_entries()); }
+// A dense-tile kernel (tensor cores) would do layout::computed_entries() instead.
+inline double forward_flops(const layout& lay, std::size_t d) { return 4.0 * double(d) * double(lay.kept_entries()); }
+inline double backward_flops(const layout& lay, std::size_t d) { return 8.0 * double(d) * double(lay.kept_entries()); }
 
 }  // namespace msparse::attention

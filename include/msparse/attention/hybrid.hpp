@@ -4,7 +4,7 @@
 //   msparse::attention::hybrid h({msparse::attention::pattern::local_strided, 128}, T, /*block*/64);
 //   const auto& lay = h.at(sched, step);          // the layout to run this step
 //   msparse::attention::forward(lay, q, k, v, d, o, lse);
-//   double dens = h.computed_fraction(sched, step);  // for FLOP accounting
+//   double dens = h.work_fraction(sched, step);   // attention density for FLOP accounting
 #pragma once
 #include <cstdint>
 
@@ -24,8 +24,9 @@ class hybrid {
   const layout& at(const schedule& s, std::int64_t step) const { return s.sparse_attention(step) ? sparse_ : dense_; }
   const layout& sparse() const noexcept { return sparse_; }
   const layout& dense() const noexcept { return dense_; }
-  // Computed causal entries relative to dense causal attention this step.
-  double computed_fraction(const schedule& s, std::int64_t step) const { return at(s, step).computed_fraction(); }
+  // Entries the kernels evaluate this step relative to dense causal attention (the
+  // attention density for msparse/flops.hpp).
+  double work_fraction(const schedule& s, std::int64_t step) const { return at(s, step).kept_fraction(); }
 
  private:
   layout sparse_, dense_;

@@ -5,7 +5,7 @@
 //   auto lay = msparse::attention::layout::cover(p, /*T*/1024, /*block*/64);  // exact pattern, empty blocks skipped
 //   auto blk = msparse::attention::layout::blockwise(p, 1024, 64);            // the rule on block indices, whole blocks
 //   double kept = lay.kept_fraction();            // of the T(T+1)/2 causal entries
-//   double work = lay.computed_fraction();        // causal entries inside computed blocks
+//   double tiles = lay.computed_fraction();       // causal entries inside kept blocks
 //
 // Two ways to make a pattern block-granular, because kernels only save work per block:
 //  - cover: compute every block the element pattern touches and apply the exact element
@@ -127,7 +127,9 @@ class layout {
   }
 
   std::size_t causal_entries() const noexcept { return T_ * (T_ + 1) / 2; }
-  // Entries attended to (what the mask keeps).
+  // Entries attended to (what the mask keeps). The host kernels skip every other entry
+  // (whole blocks through the block lists, single entries by the in-block test), so this
+  // is also their work.
   std::size_t kept_entries() const {
     std::size_t n = 0;
     for (std::size_t qb = 0; qb < nb_; ++qb)
@@ -137,7 +139,8 @@ class layout {
             for (std::size_t j = kb * B_; j < std::min(T_, (kb + 1) * B_) && j <= i; ++j) n += keep_in_block(i, j);
     return n;
   }
-  // Causal entries inside kept blocks (what the kernels compute: Q K^T, P V per entry).
+  // Causal entries inside kept blocks: the work of a kernel that computes whole tiles
+  // (a tensor-core GPU kernel), and what the block layout alone guarantees to skip.
   std::size_t computed_entries() const {
     std::size_t n = 0;
     for (std::size_t qb = 0; qb < nb_; ++qb)
