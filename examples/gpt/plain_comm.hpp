@@ -60,9 +60,9 @@ class grid {
   int world_rank() const { return rank_; }
   MPI_Comm world() const { return world_; }
   MPI_Comm comm(hcomm::axis_id a) const { return comms_[static_cast<int>(a)]; }
-  int rank_of(int dp, int pp, int tp) const { return tp + tp_ * (dp + dp_ * pp); }
-  int prev_stage() const { return pp_rank_ > 0 ? rank_of(dp_rank_, pp_rank_ - 1, tp_rank_) : -1; }
-  int next_stage() const { return pp_rank_ + 1 < pp_ ? rank_of(dp_rank_, pp_rank_ + 1, tp_rank_) : -1; }
+  int world_rank_of(int dp, int pp, int tp) const { return tp + tp_ * (dp + dp_ * pp); }
+  int prev_stage() const { return pp_rank_ > 0 ? world_rank_of(dp_rank_, pp_rank_ - 1, tp_rank_) : -1; }
+  int next_stage() const { return pp_rank_ + 1 < pp_ ? world_rank_of(dp_rank_, pp_rank_ + 1, tp_rank_) : -1; }
 
  private:
   MPI_Comm world_;

@@ -17,6 +17,13 @@
 #include "plain_comm.hpp"
 #include "trainer.hpp"
 
+#if __has_include("hcomm/comm/bundle.hpp")
+#include "hcomm/comm/bundle.hpp"
+#define GPT_HAVE_HCOMM 1
+#else
+#define GPT_HAVE_HCOMM 0
+#endif
+
 namespace {
 
 const char* usage =
@@ -27,7 +34,7 @@ const char* usage =
     " optim:   --steps N --lr X --min-lr-frac F --warmup N --wd X --clip X --seed N\n"
     " eval:    --eval-every N --eval-batches N --val-frac F\n"
     " grid:    --dp N --pp N --tp N  (ranks = dp*pp*tp; rank = tp + TP*(dp + DP*pp))\n"
-    " comm:    --scheme none|naive:R|mzhybrid:R|zhybrid:R1,R2\n"
+    " comm:    --scheme none|naive:R|mzhybrid:R|zhybrid:R1,R2|plain (plain: uncompressed MPI, no hcomm)\n"
     " data:    --data FILE (default data/kjv.txt)\n"
     " output:  --metrics FILE (JSON lines) --losses-out FILE --quiet --sample N --prompt TEXT\n"
     " check:   --expect-losses FILE [--expect-rtol X, 0 = bitwise]\n"
@@ -134,28 +141,53 @@ cli parse(int argc, char** argv) {
   return c;
 }
 
-// The scheme names train_gpt knows; which of them this build can run.
-void check_scheme(const std::string& s) {
-  auto rate_ok = [](const std::string& r) {
-    char* end = nullptr;
-    long v = std::strtol(r.c_str(), &end, 10);
-    return !r.empty() && !*end && v >= 3 && v <= 32;
-  };
+template <class Grid, class Bundle>
+int run_with(const cli& c) {
+  Grid grid(c.dp, c.pp, c.tp);
+  Bundle comm(grid);
+  gpt::trainer<Grid, Bundle> t(c.cfg, c.run, grid, comm);
+  return t.run();
+}
+
+// --scheme -> a trainer instantiated for that communication scheme. The scheme is a
+// compile-time parameter of hcomm::bundle, so the rates offered are a fixed table.
+using runner = int (*)(const cli&);
+std::map<std::string, runner> schemes() {
+  std::map<std::string, runner> m;
+  m["plain"] = &run_with<gpt::plain::grid, gpt::plain::bundle>;  // uncompressed MPI without hcomm
+#if GPT_HAVE_HCOMM
+  namespace hs = hcomm::scheme;
+  m["none"] = &run_with<hcomm::grid, hcomm::bundle<hs::none>>;
+  m["naive:4"] = &run_with<hcomm::grid, hcomm::bundle<hs::naive<4>>>;
+  m["naive:8"] = &run_with<hcomm::grid, hcomm::bundle<hs::naive<8>>>;
+  m["naive:16"] = &run_with<hcomm::grid, hcomm::bundle<hs::naive<16>>>;
+  m["mzhybrid:4"] = &run_with<hcomm::grid, hcomm::bundle<hs::mzhybrid<4>>>;
+  m["mzhybrid:8"] = &run_with<hcomm::grid, hcomm::bundle<hs::mzhybrid<8>>>;
+  m["mzhybrid:16"] = &run_with<hcomm::grid, hcomm::bundle<hs::mzhybrid<16>>>;
+  m["zhybrid:16,4"] = &run_with<hcomm::grid, hcomm::bundle<hs::zhybrid<16, 4>>>;
+  m["zhybrid:16,8"] = &run_with<hcomm::grid, hcomm::bundle<hs::zhybrid<16, 8>>>;
+  m["zhybrid:24,8"] = &run_with<hcomm::grid, hcomm::bundle<hs::zhybrid<24, 8>>>;
+#else
+  m["none"] = &run_with<gpt::plain::grid, gpt::plain::bundle>;
+#endif
+  return m;
+}
+
+runner pick_scheme(const std::string& s) {
+  const auto table = schemes();
+  if (auto it = table.find(s); it != table.end()) return it->second;
   const auto colon = s.find(':');
-  const std::string name = s.substr(0, colon), arg = colon == std::string::npos ? "" : s.substr(colon + 1);
-  bool well_formed = false;
-  if (name == "none") well_formed = arg.empty();
-  else if (name == "naive" || name == "mzhybrid") well_formed = rate_ok(arg);
-  else if (name == "zhybrid") {
-    const auto comma = arg.find(',');
-    well_formed = comma != std::string::npos && rate_ok(arg.substr(0, comma)) && rate_ok(arg.substr(comma + 1));
-  }
-  if (!well_formed)
-    bad("--scheme '" + s + "' is not one of none, naive:R, mzhybrid:R, zhybrid:R1,R2 (R: ZFP rate 3..32 bits per value)");
-  if (name != "none")
+  const std::string name = s.substr(0, colon);
+  std::string known;
+  for (const auto& [k, v] : table) known += " " + k;
+  if (name != "none" && name != "naive" && name != "mzhybrid" && name != "zhybrid")
+    bad("--scheme '" + s + "' is not one of none, naive:R, mzhybrid:R, zhybrid:R1,R2");
+  if (!GPT_HAVE_HCOMM)
     hcomm::fail(hcomm::errc::unsupported,
                 "--scheme " + s + ": compressed schemes need hcomm::bundle (include/hcomm/comm/bundle.hpp), which this "
-                "build does not have yet; only --scheme none (plain MPI) is available");
+                "build does not have; available:" + known);
+  hcomm::fail(hcomm::errc::unsupported, "--scheme " + s + " is not instantiated in train_gpt; available:" + known +
+                                            " (add a line to schemes() in examples/gpt/train_gpt.cpp)");
 }
 
 }  // namespace
@@ -167,16 +199,13 @@ int main(int argc, char** argv) {
   int rc = 0;
   try {
     cli c = parse(argc, argv);
-    check_scheme(c.run.scheme);
+    const runner run = pick_scheme(c.run.scheme);
     c.cfg.validate(c.dp, c.pp, c.tp);
     if (c.threads > 0) {
       omp_set_num_threads(c.threads);
       openblas_set_num_threads(c.threads);
     }
-    gpt::plain::grid grid(c.dp, c.pp, c.tp);
-    gpt::plain::bundle comm(grid);
-    gpt::trainer<gpt::plain::grid, gpt::plain::bundle> t(c.cfg, c.run, grid, comm);
-    rc = t.run();
+    rc = run(c);
   } catch (const gpt::already_reported&) {
     rc = 2;
   } catch (const hcomm::error& e) {

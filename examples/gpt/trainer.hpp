@@ -236,8 +236,8 @@ class trainer {
       if (x.global == 0) t = &x;
     std::span<float> mine(model_.grads.data() + t->offset, static_cast<std::size_t>(t->numel));
     tied_buf_.resize(mine.size());
-    const int peer = grid_.rank_of(grid_.dp_rank(), model_.is_first() ? grid_.pp_size() - 1 : 0, grid_.tp_rank());
-    constexpr int tag = 1 << 20;
+    const int peer = grid_.world_rank_of(grid_.dp_rank(), model_.is_first() ? grid_.pp_size() - 1 : 0, grid_.tp_rank());
+    constexpr int tag = 30000;  // above any micro-batch tag, below the MPI minimum tag bound 32767
     if (model_.is_first()) {
       comm_.pp().send(std::span<const float>(mine), peer, tag);
       comm_.pp().recv(std::span<float>(tied_buf_), peer, tag + 1);
@@ -273,7 +273,7 @@ class trainer {
   // byte and broadcasts it to the world. The context is the last T bytes.
   void sample_text() {
     const int T = cfg_.block;
-    const int sampler = grid_.rank_of(0, grid_.pp_size() - 1, 0);
+    const int sampler = grid_.world_rank_of(0, grid_.pp_size() - 1, 0);
     std::string text = opt_.prompt.empty() ? std::string("\n") : opt_.prompt;
     std::vector<float> row(static_cast<std::size_t>(cfg_.vocab)), part(static_cast<std::size_t>(model_.local_vocab()));
     rng r{rng_state_};
