@@ -225,6 +225,10 @@ def bench(args):
     cfg["rot"] = rot - rot % 2
     torch.manual_seed(0)
     model = GPT(cfg)
+    with torch.no_grad():  # GPT-2 init, as train_gpt (PyTorch defaults diverge with tied N(0,1) embeddings)
+        for p in model.canonical():
+            if p.dim() >= 2:
+                p.normal_(0.0, 0.02)
     opt = make_optimizer(model, cfg)
     raw = open(args.data, "rb").read(1 << 20)
     data = torch.tensor(list(raw), dtype=torch.long)

@@ -1,0 +1,76 @@
+#!/usr/bin/python3
+"""Plots train_gpt --metrics files (JSON lines) into one PNG: loss against step and against
+training FLOPs (train and validation), and bytes per axis per step (raw and sent).
+
+    /usr/bin/python3 scripts/plot_metrics.py none.jsonl zhybrid.jsonl -o metrics.png
+
+Each file is one curve, labelled by its file name (or --labels a,b,...). Needs matplotlib
+(Debian: python3-matplotlib, loaded by /usr/bin/python3).
+"""
+import argparse
+import json
+import os
+import sys
+
+
+def load(path):
+    rows = []
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as e:
+                sys.exit(f"{path}:{n}: not a JSON line ({e})")
+    if not rows:
+        sys.exit(f"{path}: no metrics")
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+", help="metrics files written by train_gpt --metrics")
+    ap.add_argument("-o", "--out", default="metrics.png")
+    ap.add_argument("--labels", help="comma-separated curve labels (default: file names)")
+    args = ap.parse_args()
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = args.labels.split(",") if args.labels else [os.path.splitext(os.path.basename(f))[0] for f in args.files]
+    if len(labels) != len(args.files):
+        sys.exit("--labels needs one label per file")
+    fig, ax = plt.subplots(1, 3, figsize=(16, 4.5))
+    for path, label in zip(args.files, labels):
+        rows = load(path)
+        step = [r["step"] for r in rows]
+        loss = [r["loss"] for r in rows]
+        flops = [r.get("flops", float("nan")) for r in rows]
+        line, = ax[0].plot(step, loss, label=f"{label} train")
+        ax[1].plot(flops, loss, color=line.get_color(), label=f"{label} train")
+        val = [(r["step"], r.get("flops", float("nan")), r["val_loss"]) for r in rows if "val_loss" in r]
+        if val:
+            ax[0].plot([v[0] for v in val], [v[2] for v in val], "o--", color=line.get_color(), label=f"{label} val")
+            ax[1].plot([v[1] for v in val], [v[2] for v in val], "o--", color=line.get_color(), label=f"{label} val")
+        for axis, style in (("dp", "-"), ("pp", "--"), ("tp", ":")):
+            raw = [r["comm"][axis]["raw"] / 1e6 for r in rows]
+            sent = [r["comm"][axis]["sent"] / 1e6 for r in rows]
+            if any(raw):
+                ax[2].plot(step, sent, style, color=line.get_color(), label=f"{label} {axis} sent")
+                ax[2].plot(step, raw, style, color=line.get_color(), alpha=0.3, label=f"{label} {axis} raw")
+    ax[0].set(xlabel="step", ylabel="loss (nats/byte)", title="loss vs step")
+    ax[1].set(xlabel="training FLOPs", ylabel="loss", title="loss vs compute")
+    ax[1].set_xscale("log")
+    ax[2].set(xlabel="step", ylabel="MB per step (all ranks)", title="bytes per axis")
+    for a in ax:
+        a.grid(alpha=0.3)
+        a.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=110)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
