@@ -20,6 +20,14 @@
 
 #include "hcomm/core/macros.hpp"
 
+// The block coders are forced inline into the group loops so that the bit writer/reader
+// state stays in registers.
+#if defined(__CUDACC__)
+#define HCOMM_ZFP_INLINE __host__ __device__ __forceinline__
+#else
+#define HCOMM_ZFP_INLINE inline __attribute__((always_inline))
+#endif
+
 namespace hcomm::codec::zfp_detail {
 
 using u64 = std::uint64_t;
@@ -111,6 +119,56 @@ HCOMM_HOST_DEVICE u64 planes_to_fields(u64 x) {  // inverse of fields_to_planes
   x = delta_swap(x, 6, 0x00CC00CC00CC00CCull);
   x = delta_swap(x, 12, 0x0000F0F00000F0F0ull);
   return delta_swap(x, 24, 0x00000000FF00FF00ull);
+}
+
+// Quiet planes (no new significant coefficient) cost n verbatim bits and one 0 bit: the low
+// n+1 bits of the plane's nibble. compact<n> packs the low n+1 bits of each of 16 nibbles
+// densely (order kept); expand<n> is its inverse (high nibble bits come back 0).
+template <unsigned N>
+HCOMM_HOST_DEVICE u64 compact(u64 x) {
+  if constexpr (N == 1) {
+    x &= 0x3333333333333333ull;
+    x = (x | (x >> 2)) & 0x0F0F0F0F0F0F0F0Full;
+    x = (x | (x >> 4)) & 0x00FF00FF00FF00FFull;
+    x = (x | (x >> 8)) & 0x0000FFFF0000FFFFull;
+    return (x | (x >> 16)) & 0x00000000FFFFFFFFull;
+  } else if constexpr (N == 2) {
+    x &= 0x7777777777777777ull;
+    x = (x & 0x0707070707070707ull) | ((x >> 1) & 0x3838383838383838ull);
+    x = (x & 0x003F003F003F003Full) | ((x >> 2) & 0x0FC00FC00FC00FC0ull);
+    x = (x & 0x00000FFF00000FFFull) | ((x >> 4) & 0x00FFF00000FFF000ull);
+    return (x & 0x0000000000FFFFFFull) | ((x >> 8) & 0x0000FFFFFF000000ull);
+  } else {
+    return x;
+  }
+}
+template <unsigned N>
+HCOMM_HOST_DEVICE u64 expand(u64 x) {
+  if constexpr (N == 1) {
+    x &= 0x00000000FFFFFFFFull;
+    x = (x | (x << 16)) & 0x0000FFFF0000FFFFull;
+    x = (x | (x << 8)) & 0x00FF00FF00FF00FFull;
+    x = (x | (x << 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return (x | (x << 2)) & 0x3333333333333333ull;
+  } else if constexpr (N == 2) {
+    x &= 0x0000FFFFFFFFFFFFull;
+    x = (x & 0x0000000000FFFFFFull) | ((x & 0x0000FFFFFF000000ull) << 8);
+    x = (x & 0x00000FFF00000FFFull) | ((x & 0x00FFF00000FFF000ull) << 4);
+    x = (x & 0x003F003F003F003Full) | ((x & 0x0FC00FC00FC00FC0ull) << 2);
+    return (x & 0x0707070707070707ull) | ((x & 0x3838383838383838ull) << 1);
+  } else {
+    return x;
+  }
+}
+HCOMM_HOST_DEVICE u64 compact_n(u64 x, unsigned n) {  // n = 0: quiet planes are single 0 bits
+  return n == 0 ? 0 : n == 1 ? compact<1>(x) : n == 2 ? compact<2>(x) : x;
+}
+HCOMM_HOST_DEVICE u64 expand_n(u64 x, unsigned n) {
+  return n == 0 ? 0 : n == 1 ? expand<1>(x) : n == 2 ? expand<2>(x) : x;
+}
+// Positions of the group-test bits of consecutive quiet planes coded with n significant.
+HCOMM_HOST_DEVICE u64 group_test_bits(unsigned n) {
+  return n == 1 ? 0xAAAAAAAAAAAAAAAAull : n == 2 ? 0x4924924924924924ull : 0x8888888888888888ull;
 }
 
 // ---- one bit plane while fewer than 4 coefficients are significant -------------------------
@@ -254,18 +312,56 @@ HCOMM_HOST_DEVICE void inv_lift(I& x, I& y, I& z, I& w) {
   w = wadd(w, x); x = wshl1(x); x = wsub(x, w);
 }
 
-// ---- local bit buffer of one block (<= 256 bits, one spare word for overrun) -------------
-inline constexpr int block_words = 5;
+// ---- bit writer and reader over a group's 64-bit words --------------------------------------
+// The writer stores whole words (never or-ed), so the output need not be zeroed first.
+struct word_writer {
+  u64* out;
+  u64 acc = 0;
+  unsigned fill = 0;
+  HCOMM_HOST_DEVICE void put(u64 v, unsigned len) {  // 0 <= len <= 64, v < 2^len
+    acc |= v << fill;
+    const unsigned nf = fill + len;
+    if (nf >= 64) {
+      *out++ = acc;
+      acc = fill ? v >> (64 - fill) : 0;
+      fill = nf - 64;
+    } else {
+      fill = nf;
+    }
+  }
+  HCOMM_HOST_DEVICE void skip(unsigned len) {  // len zero bits
+    fill += len;
+    while (fill >= 64) {
+      *out++ = acc;
+      acc = 0;
+      fill -= 64;
+    }
+  }
+  HCOMM_HOST_DEVICE void flush() {
+    if (fill) *out++ = acc;
+    acc = 0;
+    fill = 0;
+  }
+};
 
-HCOMM_HOST_DEVICE void buf_put(u64* buf, unsigned pos, u64 bits, unsigned len) {  // len <= 64
-  const unsigned w = pos >> 6, o = pos & 63u;
-  buf[w] |= bits << o;
-  if (o + len > 64) buf[w + 1] |= bits >> (64 - o);
-}
-HCOMM_HOST_DEVICE u64 buf_peek(const u64* buf, unsigned pos) {  // 64 bits from pos (< 256)
-  const unsigned w = pos >> 6, o = pos & 63u;
-  return o ? (buf[w] >> o) | (buf[w + 1] << (64 - o)) : buf[w];
-}
+// Reads 64 bits from any bit position of nwords little-endian words (possibly unaligned
+// memory); bits past the last word read as 0, so a block's reader never leaves the stream.
+struct word_reader {
+  const unsigned char* base;
+  std::size_t nwords;
+  HCOMM_HOST_DEVICE u64 word(std::size_t i) const {
+    u64 w;
+    std::memcpy(&w, base + 8 * i, 8);
+    return w;
+  }
+  HCOMM_HOST_DEVICE u64 peek(std::size_t p) const {  // p < 64 * nwords
+    const std::size_t i = p >> 6;
+    const unsigned o = static_cast<unsigned>(p & 63u);
+    u64 x = word(i) >> o;
+    if (o && i + 1 < nwords) x |= word(i + 1) << (64 - o);
+    return x;
+  }
+};
 
 // The 16 planes k, k-1, ..., k-15 of the four coefficients, nibble j = plane k-j.
 template <class U>
@@ -279,25 +375,27 @@ HCOMM_HOST_DEVICE u64 plane_window(const U* u, int k) {
   return fields_to_planes(f0 | f1 << 16 | f2 << 32 | f3 << 48);
 }
 
-// Codes one block of 4 finite values into buf (block_words words, zeroed here); the caller
-// keeps the first maxbits bits. Bit-identical to libzfp 1.0's encode_block (fixed rate).
+// Codes one block of 4 finite values as exactly maxbits bits. Bit-identical to libzfp 1.0's
+// encode_block in fixed-rate mode.
 template <class T>
-HCOMM_HOST_DEVICE void encode_block(const T* v, unsigned maxbits, u64* buf) {
+HCOMM_ZFP_INLINE void encode_block(const T* v, unsigned maxbits, word_writer& wr) {
   using Tr = traits<T>;
   using U = typename Tr::U;
   using I = typename Tr::I;
   constexpr int P = Tr::P;
-  for (int i = 0; i < block_words; ++i) buf[i] = 0;
   const U a0 = to_bits(v[0]) & Tr::absmask, a1 = to_bits(v[1]) & Tr::absmask;
   const U a2 = to_bits(v[2]) & Tr::absmask, a3 = to_bits(v[3]) & Tr::absmask;
   U amax = a0 > a1 ? a0 : a1;
   const U a23 = a2 > a3 ? a2 : a3;
   amax = amax > a23 ? amax : a23;
-  if (amax == 0) return;  // all-zero block: a single 0 bit, then zero padding
+  if (amax == 0) {  // all-zero block: a single 0 bit, then zero padding
+    wr.skip(maxbits);
+    return;
+  }
   // Biased exponent as libzfp derives it from frexp of the largest |v| (subnormals clamp to 1).
   const unsigned e = static_cast<unsigned>(amax >> Tr::mbits) + 1;
-  buf[0] = 2 * static_cast<u64>(e) + 1;
-  unsigned pos = 1 + Tr::ebits;
+  wr.put(2 * static_cast<u64>(e) + 1, 1 + Tr::ebits);
+  unsigned rem = maxbits - (1 + Tr::ebits);
   // Block-floating-point: i = (Int)(v * 2^(P-2-emax)). libzfp computes the scale with ldexp,
   // which overflows to +inf for tiny blocks (float max|v| < 2^-98, double < 2^-962); x86
   // converts the resulting inf/NaN to the integer minimum, and so do we.
@@ -315,72 +413,119 @@ HCOMM_HOST_DEVICE void encode_block(const T* v, unsigned maxbits, u64* buf) {
   // Planes below kmin are not coded (double blocks with emax < -1014: maxprec < 64).
   const int maxprec = static_cast<int>(e) - Tr::ebias + 1078;
   const int kmin = maxprec < P ? P - maxprec : 0;
-  const U any = u[0] | u[1] | u[2] | u[3];
-  int k = any ? 63 - clz64(static_cast<u64>(any)) : -1;  // highest non-zero plane
-  // Planes above k are empty: one 0 bit (negative group test) each.
-  pos += static_cast<unsigned>((P - 1) - (k > kmin - 1 ? k : kmin - 1));
+  // m[i]: highest non-zero plane of coefficients i..3 (-1: none). While n coefficients are
+  // significant, the planes above m[n] are quiet and plane m[n] makes some new one significant.
+  const U s3 = u[3], s2 = u[2] | s3, s1 = u[1] | s2, s0 = u[0] | s1;
+  const int m[4] = {s0 ? 63 - clz64(static_cast<u64>(s0)) : -1, s1 ? 63 - clz64(static_cast<u64>(s1)) : -1,
+                    s2 ? 63 - clz64(static_cast<u64>(s2)) : -1, s3 ? 63 - clz64(static_cast<u64>(s3)) : -1};
+  int k = m[0];
+  // Planes above m[0] are empty: one 0 bit (negative group test) each.
+  {
+    unsigned z = static_cast<unsigned>((P - 1) - (k > kmin - 1 ? k : kmin - 1));
+    z = z < rem ? z : rem;
+    wr.skip(z);
+    rem -= z;
+  }
   unsigned n = 0;
-  while (pos < maxbits && k >= kmin) {
-    const u64 W = plane_window(u, k);
+  while (rem && k >= kmin) {
+    const u64 W = plane_window(u, k);  // nibble j = plane k - j
     const int left = k - kmin + 1;
     const int jmax = left < 16 ? left : 16;
     int j = 0;
-    for (; n < 4 && j < jmax && pos < maxbits; ++j) {
-      const unsigned c = enc_lookup(n, static_cast<unsigned>(W >> (4 * j)) & 15u);
-      const unsigned len = (c >> 8) & 15u;
-      buf_put(buf, pos, c & 0xffu, len);
-      pos += len;
-      n = c >> 12;
+    while (n < 4 && j < jmax && rem) {
+      const int kk = k - j;
+      const int ev = m[n];
+      if (kk > ev) {  // a run of quiet planes: the low n+1 bits of each nibble
+        int stop = ev > kmin - 1 ? ev : kmin - 1;
+        int L = kk - stop;
+        L = L < jmax - j ? L : jmax - j;
+        unsigned nb = static_cast<unsigned>(L) * (n + 1);
+        nb = nb < rem ? nb : rem;
+        wr.put(compact_n(W >> (4 * j), n) & low_mask(nb), nb);
+        rem -= nb;
+        j += L;
+      } else {  // plane kk makes new coefficients significant
+        const unsigned c = enc_lookup(n, static_cast<unsigned>(W >> (4 * j)) & 15u);
+        unsigned len = (c >> 8) & 15u;
+        len = len < rem ? len : rem;
+        wr.put(c & low_mask(len), len);
+        rem -= len;
+        n = c >> 12;
+        ++j;
+      }
     }
-    if (n == 4 && j < jmax && pos < maxbits) {  // all significant: planes are 4 raw bits
-      const unsigned nb = 4u * static_cast<unsigned>(jmax - j);
-      buf_put(buf, pos, (W >> (4 * j)) & low_mask(nb), nb);
-      pos += nb;
+    if (n == 4 && j < jmax && rem) {  // all significant: planes are 4 raw bits
+      unsigned nb = 4u * static_cast<unsigned>(jmax - j);
+      nb = nb < rem ? nb : rem;
+      wr.put((W >> (4 * j)) & low_mask(nb), nb);
+      rem -= nb;
     }
     k -= jmax;
   }
+  wr.skip(rem);
 }
 
-// Decodes one block from buf (its maxbits bits, zero beyond, block_words words) into v[4].
-// Mirrors libzfp 1.0's decode_block (fixed rate, no rounding) for any bit pattern.
+// Decodes the block whose maxbits bits start at bit p of rd into v[4]. Mirrors libzfp 1.0's
+// decode_block (fixed rate, no rounding) for any bit pattern.
 template <class T>
-HCOMM_HOST_DEVICE void decode_block(const u64* buf, unsigned maxbits, T* v) {
+HCOMM_ZFP_INLINE void decode_block(const word_reader& rd, std::size_t p, unsigned maxbits, T* v) {
   using Tr = traits<T>;
   using U = typename Tr::U;
   using I = typename Tr::I;
   constexpr int P = Tr::P;
-  if (!(buf[0] & 1u)) {
+  constexpr int NW = P / 16;  // nibble words: nibble j of the plane stream = plane P-1-j
+  const u64 head = rd.peek(p);
+  if (!(head & 1u)) {
     v[0] = v[1] = v[2] = v[3] = T(0);
     return;
   }
-  const unsigned e = static_cast<unsigned>(buf[0] >> 1) & ((1u << Tr::ebits) - 1);
-  unsigned pos = 1 + Tr::ebits;
-  unsigned rem = maxbits - pos;  // maxbits >= 1 + ebits always
+  const unsigned e = static_cast<unsigned>(head >> 1) & ((1u << Tr::ebits) - 1);
+  p += 1 + Tr::ebits;
+  unsigned rem = maxbits - (1 + Tr::ebits);  // maxbits >= 1 + ebits always
   const int maxprec = static_cast<int>(e) - Tr::ebias + 1078;
   const int kmin = maxprec < P ? P - maxprec : 0;
-  U u[4] = {0, 0, 0, 0};
-  int k = P - 1;
+  const unsigned planes = static_cast<unsigned>(P - kmin);
+  u64 ns[NW];
+  for (int w = 0; w < NW; ++w) ns[w] = 0;
+  unsigned j = 0;  // next plane, counted from the top (plane P-1-j)
   unsigned n = 0;
-  // Leading empty planes: runs of 0 group-test bits.
+  // Leading empty planes: a run of 0 group-test bits.
   if (rem) {
-    const u64 pk = buf_peek(buf, pos);
+    const u64 pk = rd.peek(p);
     unsigned z = pk ? static_cast<unsigned>(ctz64(pk)) : 64u;
-    if (z > rem) z = rem;
-    const unsigned planes = static_cast<unsigned>(k - kmin + 1);
-    if (z > planes) z = planes;
-    pos += z;
+    z = z < rem ? z : rem;
+    z = z < planes ? z : planes;
+    p += z;
     rem -= z;
-    k -= static_cast<int>(z);
+    j = z;
   }
-  while (rem && k >= kmin && n < 4) {
-    const u64 pk = buf_peek(buf, pos);
+  while (rem && j < planes && n < 4) {
+    const u64 pk = rd.peek(p);
+    if (n > 0) {  // a run of quiet planes: fields of n verbatim bits and a 0 group test
+      const unsigned w = n + 1;
+      const u64 t = pk & group_test_bits(n);
+      unsigned L = t ? static_cast<unsigned>(ctz64(t)) / w : 64 / w;
+      L = L < 16 ? L : 16;
+      L = L < rem / w ? L : rem / w;
+      L = L < planes - j ? L : planes - j;
+      if (L) {
+        const u64 x = expand_n(pk & low_mask(L * w), n);
+        const unsigned o = 4 * (j & 15u);
+        ns[j >> 4] |= x << o;
+        if (o && (j & 15u) + L > 16) ns[(j >> 4) + 1] |= x >> (64 - o);
+        p += L * w;
+        rem -= L * w;
+        j += L;
+        continue;
+      }
+    }
     const unsigned c = dec_lookup(n, static_cast<unsigned>(pk) & 127u);
     unsigned x;
     const unsigned len = (c >> 4) & 15u;
     if (len <= rem) {
       x = c & 15u;
       n = c >> 8;
-      pos += len;
+      p += len;
       rem -= len;
     } else {  // the budget ends inside this plane: follow libzfp bit by bit
       unsigned bits = rem, q = 0;
@@ -399,27 +544,31 @@ HCOMM_HOST_DEVICE void decode_block(const u64* buf, unsigned maxbits, T* v) {
         x += 1u << n;
         ++n;
       }
-      pos += q;
+      p += q;
       rem = bits;
     }
-    for (int i = 0; i < 4; ++i) u[i] |= static_cast<U>((x >> i) & 1u) << k;
-    --k;
+    ns[j >> 4] |= static_cast<u64>(x) << (4 * (j & 15u));
+    ++j;
   }
-  if (n == 4) {
-    while (rem && k >= kmin) {
-      const int left = k - kmin + 1;
-      const int jmax = left < 16 ? left : 16;
-      unsigned nb = 4u * static_cast<unsigned>(jmax);
-      if (nb > rem) nb = rem;
-      const u64 f = planes_to_fields(buf_peek(buf, pos) & low_mask(nb));
-      pos += nb;
+  if (n == 4) {  // the rest are raw 4-bit planes
+    while (rem && j < planes) {
+      const unsigned o = 4 * (j & 15u);  // nibble offset in word j/16
+      unsigned nb = 64 - o;
+      const unsigned left = 4 * (planes - j);
+      nb = nb < left ? nb : left;
+      nb = nb < rem ? nb : rem;
+      ns[j >> 4] |= (rd.peek(p) & low_mask(nb)) << o;
+      p += nb;
       rem -= nb;
-      for (int i = 0; i < 4; ++i) {
-        const U fi = static_cast<U>((f >> (16 * i)) & 0xffffu);
-        u[i] |= k >= 15 ? static_cast<U>(fi << (k - 15)) : static_cast<U>(fi >> (15 - k));
-      }
-      k -= jmax;
+      j += (nb + 3) / 4;
     }
+  }
+  U u[4] = {0, 0, 0, 0};
+  for (int w = 0; w < NW; ++w) {
+    if (!ns[w]) continue;
+    const u64 f = planes_to_fields(ns[w]);
+    const int sh = P - 16 - 16 * w;  // field bit 15 = plane P-1-16w
+    for (int i = 0; i < 4; ++i) u[i] |= static_cast<U>(static_cast<U>((f >> (16 * i)) & 0xffffu) << sh);
   }
   I q[4];
   for (int i = 0; i < 4; ++i) q[i] = static_cast<I>((u[i] ^ Tr::nbmask) - Tr::nbmask);
@@ -431,29 +580,6 @@ HCOMM_HOST_DEVICE void decode_block(const u64* buf, unsigned maxbits, T* v) {
 // ---- groups of 64 blocks ------------------------------------------------------------------
 inline constexpr std::size_t group_blocks = 64;
 inline constexpr std::size_t group_values = 4 * group_blocks;
-
-// Appends up to 64 bits at a time to a run of 64-bit words (whole words stored, never or-ed,
-// so the output need not be zeroed first).
-struct word_writer {
-  u64* out;
-  u64 acc = 0;
-  unsigned fill = 0;
-  HCOMM_HOST_DEVICE void put(u64 v, unsigned len) {  // 1 <= len <= 64, v < 2^len
-    acc |= v << fill;
-    unsigned nf = fill + len;
-    if (nf >= 64) {
-      *out++ = acc;
-      acc = fill ? v >> (64 - fill) : 0;
-      nf -= 64;
-    }
-    fill = nf;
-  }
-  HCOMM_HOST_DEVICE void flush() {
-    if (fill) *out++ = acc;
-    acc = 0;
-    fill = 0;
-  }
-};
 
 // Replaces non-finite values (mask bit i) among the first m of v by the nearest finite value
 // of the same block (left first), or 0 when the block has none: the block exponent stays that
@@ -483,14 +609,11 @@ struct encode_group_kernel {
   u64* stream;
   u64* counts;
   HCOMM_HOST_DEVICE void operator()(std::size_t g) const {
-    using U = typename traits<T>::U;
     const std::size_t first = g * group_values;
     const std::size_t nvals = n - first < group_values ? n - first : group_values;
     const std::size_t nblk = (nvals + 3) / 4;
     word_writer wr{stream + g * (group_blocks * maxbits / 64)};
-    const unsigned full_words = maxbits / 64, tail = maxbits % 64;
     u64 nonfinite = 0;
-    u64 buf[block_words];
     for (std::size_t b = 0; b < nblk; ++b) {
       const T* p = in + first + 4 * b;
       const unsigned m = nvals - 4 * b < 4 ? static_cast<unsigned>(nvals - 4 * b) : 4u;
@@ -513,13 +636,10 @@ struct encode_group_kernel {
       if (m == 1) v[1] = v[0];
       if (m <= 2) v[2] = v[1];
       if (m <= 3) v[3] = v[0];
-      encode_block<T>(v, maxbits, buf);
-      for (unsigned w = 0; w < full_words; ++w) wr.put(buf[w], 64);
-      if (tail) wr.put(buf[full_words] & low_mask(tail), tail);
+      encode_block<T>(v, maxbits, wr);
     }
     wr.flush();
     counts[g] = nonfinite;
-    (void)sizeof(U);
   }
 };
 
@@ -531,38 +651,22 @@ struct decode_group_kernel {
   std::size_t n;
   unsigned maxbits;
   T* out;
-  HCOMM_HOST_DEVICE u64 word(std::size_t i) const {
-    u64 w;
-    std::memcpy(&w, stream + 8 * i, 8);
-    return w;
-  }
   HCOMM_HOST_DEVICE void operator()(std::size_t g) const {
     const std::size_t first = g * group_values;
     const std::size_t nvals = n - first < group_values ? n - first : group_values;
     const std::size_t nblk = (nvals + 3) / 4;
-    const std::size_t w0 = g * (group_blocks * maxbits / 64);
-    u64 buf[block_words];
-    std::size_t bitpos = 0;  // within the group
-    for (std::size_t b = 0; b < nblk; ++b) {
-      unsigned left = maxbits, i = 0;
-      for (; left; ++i) {
-        const unsigned len = left < 64 ? left : 64u;
-        const std::size_t wi = w0 + (bitpos >> 6);
-        const unsigned o = static_cast<unsigned>(bitpos & 63u);
-        u64 x = word(wi) >> o;
-        if (o && o + len > 64) x |= word(wi + 1) << (64 - o);  // within the stream: the block is
-        buf[i] = x & low_mask(len);
-        bitpos += len;
-        left -= len;
-      }
-      for (; i < static_cast<unsigned>(block_words); ++i) buf[i] = 0;
-      T v[4];
-      decode_block<T>(buf, maxbits, v);
+    const word_reader rd{stream, nwords};
+    std::size_t p = g * group_blocks * maxbits;
+    for (std::size_t b = 0; b < nblk; ++b, p += maxbits) {
       T* o = out + first + 4 * b;
-      const std::size_t m = nvals - 4 * b < 4 ? nvals - 4 * b : 4;
-      for (std::size_t j = 0; j < m; ++j) o[j] = v[j];
+      if (nvals - 4 * b >= 4) {
+        decode_block<T>(rd, p, maxbits, o);
+      } else {
+        T v[4];
+        decode_block<T>(rd, p, maxbits, v);
+        for (std::size_t j = 0; j < nvals - 4 * b; ++j) o[j] = v[j];
+      }
     }
-    (void)nwords;
   }
 };
 
