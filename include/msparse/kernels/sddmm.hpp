@@ -1,0 +1,94 @@
+// msparse/kernels/sddmm.hpp: sampled dense-dense product (SDDMM): the weight gradient of a
+// sparse linear layer at its active positions only.
+//
+//   // dW[p] = sum_t dY[t, row(p)] * X[t, col(p)] for every active p (CSR order)
+//   sddmm_tiles k{row_ptr, col, dyt, xt, dw, rows, K, tokens, bounds, n_blocks, false};
+//   msparse::kernels::launch(ex, k.items(), k);
+//
+// One item = a block of weight rows, so no two items write the same gradient value (no
+// atomics, deterministic sums). Inside, token tiles (64 tokens) are the outer loop (dY^T and
+// X^T in the tiled layout of tiles.hpp; the X tile stays in L2 across the block's rows).
+// A row's dY values for half a tile (32 tokens) sit in 4 registers; the kernel takes 8 active weights at once: 8
+// vector accumulators (one per weight, 8 token lanes each), 4 FMAs each against the
+// weight's X^T row, then one shuffle-tree reduction turns the 8 accumulators into 8 sums
+// added to 8 consecutive packed gradients. Inactive positions
+// do not exist in the output, so they are never written.
+#pragma once
+#include <cstddef>
+
+#include "hcomm/core/macros.hpp"
+#include "msparse/format/csr.hpp"
+#include "msparse/kernels/launch.hpp"
+#include "msparse/kernels/simd.hpp"
+#include "msparse/kernels/tiles.hpp"
+
+namespace msparse::kernels {
+
+using format::index_t;
+
+struct sddmm_tiles {
+  static constexpr int T = 64;  // tokens per tile, done as two halves of 32 (4 f8 each)
+
+  const index_t* row_ptr;     // rows + 1
+  const index_t* col;         // nnz
+  const float* dyt;           // dY in tiles: n_tiles * rows * T
+  const float* xt;            // X in tiles: n_tiles * K * T
+  float* out;                 // nnz, packed in the format's order
+  std::size_t rows, K, tokens;
+  const index_t* row_bounds;  // n_blocks + 1
+  std::size_t n_blocks;
+  bool accumulate;            // out += instead of out =
+
+  std::size_t items() const { return n_blocks; }
+
+  HCOMM_HOST_DEVICE void operator()(std::size_t blk) const {
+    const std::size_t r_begin = row_bounds[blk], r_end = row_bounds[blk + 1];
+    if (!accumulate)
+      for (index_t p = row_ptr[r_begin]; p < row_ptr[r_end]; ++p) out[p] = 0.0f;
+    const std::size_t n_tiles = tile_count(tokens, T);
+    for (std::size_t j = 0; j < n_tiles; ++j) {
+      const float* dy = dyt + j * rows * T;
+      const float* x = xt + j * K * T;
+      for (std::size_t r = r_begin; r < r_end; ++r)
+      for (std::size_t h = 0; h < T; h += 32) {
+        f8 d0, d1, d2, d3;
+        load8(d0, dy + r * T + h);
+        load8(d1, dy + r * T + h + 8);
+        load8(d2, dy + r * T + h + 16);
+        load8(d3, dy + r * T + h + 24);
+        const index_t pe = row_ptr[r + 1];
+        for (index_t p = row_ptr[r]; p < pe; p += 8) {
+          // 8 entries at once; a short last group repeats its first entry and keeps only
+          // the real lanes.
+          const index_t n = min_of<index_t>(8, pe - p);
+          f8 acc[8], xv;
+          MSPARSE_UNROLL
+          for (int q = 0; q < 8; ++q) {
+            const index_t pq = static_cast<index_t>(q) < n ? p + static_cast<index_t>(q) : p;
+            const float* xq = x + static_cast<std::size_t>(col[pq]) * T + h;
+            load8(xv, xq);
+            acc[q] = d0 * xv;
+            load8(xv, xq + 8);
+            fma8(acc[q], d1, xv);
+            load8(xv, xq + 16);
+            fma8(acc[q], d2, xv);
+            load8(xv, xq + 24);
+            fma8(acc[q], d3, xv);
+          }
+          f8 sums;
+          reduce8x8(sums, acc);
+          if (n == 8) {
+            f8 o;
+            load8(o, out + p);
+            o += sums;
+            store8(out + p, o);
+          } else {
+            for (index_t q = 0; q < n; ++q) out[p + q] += sums[static_cast<int>(q)];
+          }
+        }
+      }
+    }
+  }
+};
+
+}  // namespace msparse::kernels

@@ -1,0 +1,215 @@
+// msparse/layer/sparse_linear.hpp: a linear layer whose weight is sparse between topology
+// updates, computed with sparse kernels (not a masked dense product).
+//
+//   msparse::layer::sparse_linear<> fc(/*in*/768, /*out*/3072);
+//   fc.set_weight(w_dense.data(), mask.data());         // topology update: dense+mask -> CSR
+//   fc.forward(x, tokens, y);                           // y  = x W^T + b      (SpMM)
+//   fc.backward(dy, x, tokens, dx, dw_packed, db);      // dx = dY W           (SpMM on W^T)
+//                                                       // dW = (dY^T X)[active] (SDDMM)
+//   fc.weight().values()                                // packed weights for the optimizer
+//   fc.dense_weight_grad(dy, x, tokens, dw_dense);      // dY^T X everywhere (sgemm), only
+//                                                       // on topology-update steps (growth)
+//
+// Shapes: x (tokens x in), y and dy (tokens x out), row-major; W is out x in (PyTorch's
+// nn.Linear layout), packed gradients follow W's CSR order (format/csr.hpp).
+// Cost model: conversion (set_weight) is O(out*in) once per topology update; every step
+// then costs 2*nnz*tokens FLOPs per product plus O(tokens*(in+out)) for the tile
+// transposes (x once per call that reads it, dY once per backward). Workspace grows to the largest token count seen and is reused, so a layer
+// object must not run two calls at once.
+#pragma once
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "hcomm/core/error.hpp"
+#include "hcomm/exec/host.hpp"
+#include "msparse/format/csr.hpp"
+#include "msparse/kernels/launch.hpp"
+#include "msparse/kernels/sddmm.hpp"
+#include "msparse/kernels/spmm.hpp"
+#include "msparse/kernels/tiles.hpp"
+
+#if __has_include(<cblas.h>)
+#include <cblas.h>
+#define MSPARSE_HAS_CBLAS 1
+#else
+#define MSPARSE_HAS_CBLAS 0
+#endif
+
+namespace msparse::layer {
+
+using format::index_t;
+
+// Row boundaries of n_blocks blocks with about equal cost (active weights + row_cost per
+// row), so that items of skewed patterns (a dense row, empty rows) take about equal time.
+inline std::vector<index_t> balanced_row_bounds(const index_t* ptr, std::size_t rows, std::size_t n_blocks,
+                                                std::size_t row_cost = 2) {
+  n_blocks = std::max<std::size_t>(1, std::min(n_blocks, std::max<std::size_t>(rows, 1)));
+  std::vector<index_t> b(n_blocks + 1, static_cast<index_t>(rows));
+  b[0] = 0;
+  const double total = static_cast<double>(ptr[rows]) + static_cast<double>(rows * row_cost);
+  std::size_t k = 1;
+  for (std::size_t r = 0; r < rows && k < n_blocks; ++r) {
+    const double before = static_cast<double>(ptr[r]) + static_cast<double>(r * row_cost);
+    while (k < n_blocks && before >= total * static_cast<double>(k) / static_cast<double>(n_blocks))
+      b[k++] = static_cast<index_t>(r);
+  }
+  return b;
+}
+
+namespace detail {
+// db[o] (+)= sum_t dy[t, o]; one item = 64 output columns.
+struct bias_grad {
+  const float* dy;
+  float* db;
+  std::size_t tokens, out;
+  bool accumulate;
+  HCOMM_HOST_DEVICE void operator()(std::size_t item) const {
+    const std::size_t o0 = item * 64, o1 = kernels::min_of<std::size_t>(out, o0 + 64);
+    float acc[64];
+    for (std::size_t o = 0; o < 64; ++o) acc[o] = 0.0f;
+    for (std::size_t t = 0; t < tokens; ++t)
+      for (std::size_t o = o0; o < o1; ++o) acc[o - o0] += dy[t * out + o];
+    for (std::size_t o = o0; o < o1; ++o) db[o] = accumulate ? db[o] + acc[o - o0] : acc[o - o0];
+  }
+};
+}  // namespace detail
+
+template <class Exec = hcomm::exec::host>
+class sparse_linear {
+  static_assert(!Exec::is_device,
+                "msparse: sparse_linear keeps weights and workspace in host memory; on a device, run the "
+                "kernels in msparse/kernels/ with device buffers");
+
+ public:
+  // Token tile of every kernel (kernels/tiles.hpp); each kernel sweeps at most 512 features
+  // of a tile at a time (128 KB, in L2).
+  static constexpr int tile = 64;
+  static constexpr int rows_per_item = 64;
+
+  sparse_linear(std::size_t in_features, std::size_t out_features, bool has_bias = true, Exec ex = {})
+      : in_(in_features), out_(out_features), has_bias_(has_bias), ex_(ex), bias_(has_bias ? out_features : 0, 0.0f) {
+    std::vector<std::uint8_t> none(in_ * out_, 0);
+    set_weight(nullptr, none.data());
+  }
+
+  // Topology update: the pattern from a byte mask (nonzero = active, out x in), the values
+  // from a dense weight (null: zeros). Inactive entries of dense_w are ignored.
+  template <class MaskT>
+  void set_weight(const float* dense_w, const MaskT* mask) {
+    set_weight(format::sparse_matrix::from_dense(dense_w, mask, out_, in_));
+  }
+  void set_weight(format::sparse_matrix w) {
+    HCOMM_EXPECTS(w.rows() == out_ && w.cols() == in_, "msparse: sparse_linear weight must be out x in");
+    w_ = std::move(w);
+    const std::size_t th = static_cast<std::size_t>(kernels::executor_threads(ex_));
+    // SDDMM items are row blocks (each owns its gradients): a few per thread, balanced by
+    // active weights so a skewed pattern does not leave one thread with most of the work.
+    // About 256 rows per block keeps a block's indices and gradients in L2 next to the tile.
+    grad_bounds_ = balanced_row_bounds(w_.row_ptr(), out_,
+                                       std::max<std::size_t>(1, std::min<std::size_t>(out_, std::max(4 * th, out_ / 256))), 8);
+  }
+  // Dense weight (out x in): active values, zeros elsewhere.
+  void get_weight(float* dense_w) const { w_.to_dense(dense_w); }
+
+  format::sparse_matrix& weight() noexcept { return w_; }
+  const format::sparse_matrix& weight() const noexcept { return w_; }
+  std::span<float> bias() noexcept { return bias_; }
+  std::size_t in_features() const noexcept { return in_; }
+  std::size_t out_features() const noexcept { return out_; }
+  bool has_bias() const noexcept { return has_bias_; }
+  const Exec& executor() const noexcept { return ex_; }
+
+  // y (tokens x out) = x (tokens x in) W^T + b.
+  void forward(const float* x, std::size_t tokens, float* y) {
+    if (tokens == 0) return;
+    const float* xt = to_tiles(x, tokens, in_, xt_);
+    kernels::spmm_tiles<rows_per_item> k{w_.row_panels(), w_.row_panel_count(), w_.col_idx(), w_.values().data(), xt,
+                                         has_bias_ ? bias_.data() : nullptr, y, out_, in_, tokens, out_, false};
+    kernels::launch(ex_, k.items(), k);
+  }
+
+  // dx (tokens x in) (+)= dy (tokens x out) W.
+  void backward_input(const float* dy, std::size_t tokens, float* dx, bool accumulate = false) {
+    if (tokens == 0) return;
+    input_grad_from_tiles(to_tiles(dy, tokens, out_, dyt_), tokens, dx, accumulate);
+  }
+
+  // dw_packed (nnz, the format's order) (+)= (dy^T x)[active].
+  void backward_weight(const float* dy, const float* x, std::size_t tokens, float* dw_packed, bool accumulate = false) {
+    if (tokens == 0) {
+      if (!accumulate) std::fill(dw_packed, dw_packed + w_.nnz(), 0.0f);
+      return;
+    }
+    weight_grad_from_tiles(to_tiles(dy, tokens, out_, dyt_), x, tokens, dw_packed, accumulate);
+  }
+
+  // db (out) (+)= column sums of dy.
+  void backward_bias(const float* dy, std::size_t tokens, float* db, bool accumulate = false) {
+    detail::bias_grad k{dy, db, tokens, out_, accumulate};
+    kernels::launch(ex_, (out_ + 63) / 64, k);
+  }
+
+  // All three gradients (null pointers skip one); dY is transposed into tiles once for both
+  // sparse products.
+  void backward(const float* dy, const float* x, std::size_t tokens, float* dx, float* dw_packed, float* db,
+                bool accumulate = false) {
+    if (tokens == 0) {
+      if (dw_packed) backward_weight(dy, x, 0, dw_packed, accumulate);
+      if (db && has_bias_ && !accumulate) std::fill(db, db + out_, 0.0f);
+      return;
+    }
+    if (dx || dw_packed) {
+      const float* dyt = to_tiles(dy, tokens, out_, dyt_);
+      if (dx) input_grad_from_tiles(dyt, tokens, dx, accumulate);
+      if (dw_packed) weight_grad_from_tiles(dyt, x, tokens, dw_packed, accumulate);
+    }
+    if (db && has_bias_) backward_bias(dy, tokens, db, accumulate);
+  }
+
+#if MSPARSE_HAS_CBLAS
+  // dw_dense (out x in) = dy^T x at every position (OpenBLAS sgemm): what gradient-based
+  // growth reads on topology-update steps. Not part of an ordinary step.
+  void dense_weight_grad(const float* dy, const float* x, std::size_t tokens, float* dw_dense) const {
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(out_), static_cast<int>(in_),
+                static_cast<int>(tokens), 1.0f, dy, static_cast<int>(out_), x, static_cast<int>(in_), 0.0f, dw_dense,
+                static_cast<int>(in_));
+  }
+#endif
+
+ private:
+  const float* to_tiles(const float* src, std::size_t tokens, std::size_t K, std::vector<float>& buf) {
+    const std::size_t need = kernels::tile_count(tokens, tile) * K * tile;
+    if (buf.size() < need) buf.resize(need);
+    kernels::to_tiles<tile> k{src, buf.data(), tokens, K, K};
+    kernels::launch(ex_, k.items(), k);
+    return buf.data();
+  }
+
+  void input_grad_from_tiles(const float* dyt, std::size_t tokens, float* dx, bool accumulate) {
+    if (wt_vals_.size() < w_.nnz()) wt_vals_.resize(w_.nnz());
+    w_.transposed_values(wt_vals_.data());
+    kernels::spmm_tiles<rows_per_item> k{w_.col_panels(), w_.col_panel_count(), w_.row_idx(), wt_vals_.data(), dyt, nullptr, dx, in_, out_,
+                                         tokens, in_, accumulate};
+    kernels::launch(ex_, k.items(), k);
+  }
+
+  void weight_grad_from_tiles(const float* dyt, const float* x, std::size_t tokens, float* dw, bool accumulate) {
+    const float* xt = to_tiles(x, tokens, in_, xt_);
+    kernels::sddmm_tiles k{w_.row_ptr(), w_.col_idx(), dyt, xt, dw, out_, in_, tokens,
+                           grad_bounds_.data(), grad_bounds_.size() - 1, accumulate};
+    kernels::launch(ex_, k.items(), k);
+  }
+
+  std::size_t in_, out_;
+  bool has_bias_;
+  Exec ex_;
+  format::sparse_matrix w_;
+  std::vector<float> bias_;
+  std::vector<index_t> grad_bounds_;
+  std::vector<float> xt_, dyt_, wt_vals_;
+};
+
+}  // namespace msparse::layer
