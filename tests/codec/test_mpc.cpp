@@ -437,3 +437,65 @@ TEST_CASE("mpc: random byte flips never crash (checksum off, through the engine)
   INFO("thrown " << thrown << ", decoded " << decoded);
   CHECK(thrown > 0);
 }
+
+TEST_CASE("mpc: the host's AVX2 build of each kernel matches the portable body", "[mpc]") {
+  // operator() may run an AVX2 build of body() on x86-64 (HCOMM_MPC_CLONES); both must give
+  // the same bytes, since body() is what the GPU runs.
+  INFO("HCOMM_MPC_CLONES=" << HCOMM_MPC_CLONES);
+  auto check = [](auto tag, kind k, std::size_t n, unsigned dim) {
+    using T = decltype(tag);
+    using Word = hcomm::word_of<T>;
+    constexpr std::size_t slot = md::geometry<Word>::max_chunk_words;
+    const auto x = make<T>(k, n, 8);
+    const std::size_t chunks = md::chunk_count(n);
+    std::vector<Word> s1(chunks * slot, 0), s2(chunks * slot, 0);
+    std::vector<std::uint64_t> z1(chunks + 1), z2(chunks + 1);
+    const std::uint64_t d = dim;
+    const md::encode_chunk_kernel<T> e1{x.data(), n, &d, s1.data(), z1.data()};
+    const md::encode_chunk_kernel<T> e2{x.data(), n, &d, s2.data(), z2.data()};
+    for (std::size_t c = 0; c < chunks; ++c) {
+      e1.body(c);
+      e2(c);
+    }
+    REQUIRE(z1 == z2);
+    REQUIRE(s1 == s2);
+
+    const std::size_t samples = hc::mpc_codec<T>::sample_count(n);
+    std::vector<std::uint64_t> c1(samples * 32), c2(samples * 32);
+    const md::sample_dims_kernel<T> p1{x.data(), n, samples, c1.data()};
+    const md::sample_dims_kernel<T> p2{x.data(), n, samples, c2.data()};
+    for (std::size_t s = 0; s < samples; ++s) {
+      p1.body(s);
+      p2(s);
+    }
+    REQUIRE(c1 == c2);
+
+    direct<T> dir;
+    const auto payload = dir.encode(x, dim);
+    if (stored_mode<T>(payload) != md::mode_mpc) return;
+    std::vector<std::uint64_t> off(chunks + 1);
+    for (std::size_t c = 0; c < chunks; ++c) {
+      std::uint16_t e;
+      std::memcpy(&e, payload.data() + 16 + 2 * c, 2);
+      off[c] = e;
+    }
+    hcomm::exec::host{}.exclusive_scan(off.data(), off.data(), chunks);
+    std::vector<T> y1(n), y2(n);
+    const auto* p = reinterpret_cast<const unsigned char*>(payload.data());
+    const md::decode_chunk_kernel<T> q1{p, n, chunks, dim, off.data(), y1.data()};
+    const md::decode_chunk_kernel<T> q2{p, n, chunks, dim, off.data(), y2.data()};
+    for (std::size_t c = 0; c < chunks; ++c) {
+      q1.body(c);
+      q2(c);
+    }
+    REQUIRE(same_bits(y1, x));
+    REQUIRE(same_bits(y2, x));
+  };
+  for (kind k : {kind::smooth, kind::gaussian, kind::zeros, kind::specials})
+    for (std::size_t n : {std::size_t(1), std::size_t(1000), std::size_t(5000)})
+      for (unsigned dim : {1u, 3u, 32u}) {
+        INFO(kind_name(k) << " n=" << n << " dim=" << dim);
+        check(float{}, k, n, dim);
+        check(double{}, k, n, dim);
+      }
+}

@@ -45,9 +45,11 @@
 //   raw:    16 + n * sizeof(T) bytes of values.
 //   packed: 16  index: chunk count x u16, size of each chunk in words, zero-padded to a
 //               multiple of 8 bytes (so chunks start word-aligned);
-//           then the chunks back to back, each: ceil(values / W) bitmap words (bit k of
-//           bitmap g: word k of group g is non-zero), then the non-zero words of group 0,
-//           group 1, ... in order. Words are W bits.
+//           then the chunks back to back, each: G = ceil(values / W) bitmap words (bit k of
+//           bitmap g: word k of group g is non-zero), then the non-zero words row by row:
+//           word 0 of groups 0..G-1, word 1 of groups 0..G-1, ... (skipping zero words).
+//           Words are W bits. (Row order lets the coder copy all-non-zero rows whole and
+//           skip all-zero rows; it holds the same words as group order.)
 //
 // Decoding validates the mode, stride (and that it equals param when param is not 0), value
 // size, version, chunk count, payload length, every chunk size against its value count and

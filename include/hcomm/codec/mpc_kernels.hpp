@@ -38,7 +38,45 @@
 #define HCOMM_MPC_UNROLL
 #endif
 
+// Helpers are forced inline so that each kernel body is compiled as one function, in every
+// instruction-set variant of it (below).
+#if defined(__CUDACC__)
+#define HCOMM_MPC_INLINE __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define HCOMM_MPC_INLINE inline __attribute__((always_inline))
+#else
+#define HCOMM_MPC_INLINE inline
+#endif
+
+// x86-64 hosts: the chunk kernels are compiled twice, for the baseline instruction set and
+// for AVX2 (the same C++ body; only the width of the compiler's vectors differs, so the bytes
+// are identical), and pick at run time. Define HCOMM_MPC_NO_CLONES to build the baseline only.
+#if !defined(__CUDACC__) && !defined(HCOMM_MPC_NO_CLONES) && defined(__x86_64__) && \
+    (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__)
+#define HCOMM_MPC_CLONES 1
+#else
+#define HCOMM_MPC_CLONES 0
+#endif
+
 namespace hcomm::codec::mpc_detail {
+
+#if HCOMM_MPC_CLONES
+inline bool host_has_avx2() noexcept {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#define HCOMM_MPC_DISPATCH(i)            \
+  if (::hcomm::codec::mpc_detail::host_has_avx2()) { \
+    body_avx2(i);                        \
+    return;                              \
+  }                                      \
+  body(i)
+#define HCOMM_MPC_AVX2_VARIANT \
+  __attribute__((target("avx2"))) void body_avx2(std::size_t i) const { body(i); }
+#else
+#define HCOMM_MPC_DISPATCH(i) body(i)
+#define HCOMM_MPC_AVX2_VARIANT
+#endif
 
 inline constexpr std::size_t chunk_values = 1024;  // values per independent chunk
 inline constexpr std::size_t head_bytes = 16;      // payload header (see mpc.hpp)
@@ -61,20 +99,21 @@ HCOMM_HOST_DEVICE std::size_t chunk_count(std::size_t n) { return (n + chunk_val
 // Index of one u16 per chunk, padded to 8 bytes so that the chunks start word-aligned.
 HCOMM_HOST_DEVICE std::size_t index_bytes(std::size_t chunks) { return (chunks * 2 + 7) / 8 * 8; }
 
-HCOMM_HOST_DEVICE unsigned popcount(std::uint32_t x) {
-#if defined(__CUDA_ARCH__)
-  return static_cast<unsigned>(__popc(x));
-#else
-  return static_cast<unsigned>(__builtin_popcount(x));
-#endif
-}
-HCOMM_HOST_DEVICE unsigned popcount(std::uint64_t x) {
+// Without the POPCNT instruction in the baseline ISA, GCC calls libgcc for the builtin; the
+// bit-twiddling version is faster than that call.
+HCOMM_MPC_INLINE unsigned popcount(std::uint64_t x) {
 #if defined(__CUDA_ARCH__)
   return static_cast<unsigned>(__popcll(x));
-#else
+#elif defined(__POPCNT__)
   return static_cast<unsigned>(__builtin_popcountll(x));
+#else
+  x = x - ((x >> 1) & 0x5555555555555555ull);
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+  return static_cast<unsigned>((x * 0x0101010101010101ull) >> 56);
 #endif
 }
+HCOMM_MPC_INLINE unsigned popcount(std::uint32_t x) { return popcount(static_cast<std::uint64_t>(x)); }
 
 // Mask selecting the low j bits of every 2j-bit block: 0x0000FFFF, 0x00FF00FF, ... for j = 16, 8, ...
 template <class Word>
@@ -89,7 +128,7 @@ HCOMM_HOST_DEVICE constexpr Word swap_mask_of(unsigned j) {
 // rows that they mix are loaded once, transformed in registers and stored once. Row
 // distances and masks are compile-time constants, so the lane loop vectorises.
 template <class Word, unsigned Lanes, unsigned J, unsigned R>
-HCOMM_HOST_DEVICE void transpose_rounds(Word* m) {
+HCOMM_MPC_INLINE void transpose_rounds(Word* m) {
   constexpr unsigned W = sizeof(Word) * 8;
   constexpr unsigned S = 1u << R;            // rows per set
   constexpr unsigned low = J >> (R - 1);     // smallest round of this pass
@@ -132,7 +171,7 @@ HCOMM_HOST_DEVICE void transpose_rounds(Word* m) {
 // it, row k holds bit (W-1-k) of the W input words (row 0 = the sign bits), input word j at
 // bit (W-1-j). It is an involution: the decoder runs the same function.
 template <class Word, unsigned Lanes>
-HCOMM_HOST_DEVICE void bit_transpose(Word* m) {
+HCOMM_MPC_INLINE void bit_transpose(Word* m) {
   if constexpr (sizeof(Word) == 4) {
     transpose_rounds<Word, Lanes, 16, 2>(m);  // rounds 16, 8
     transpose_rounds<Word, Lanes, 4, 3>(m);   // rounds 4, 2, 1
@@ -147,7 +186,7 @@ HCOMM_HOST_DEVICE void bit_transpose(Word* m) {
 // neighbouring planes (the sign-extension planes of small residuals) become zero words.
 // Rows go downwards so that row k-1 still holds its plane when row k is formed.
 template <class Word, unsigned Lanes>
-HCOMM_HOST_DEVICE void plane_delta_bitmaps(Word* m, Word* HCOMM_MPC_RESTRICT bitmap) {
+HCOMM_MPC_INLINE void plane_delta_bitmaps(Word* m, Word* HCOMM_MPC_RESTRICT bitmap) {
   constexpr unsigned W = sizeof(Word) * 8;
   for (unsigned l = 0; l < Lanes; ++l) bitmap[l] = 0;
   for (unsigned k = W - 1; k > 0; --k) {
@@ -164,7 +203,7 @@ HCOMM_HOST_DEVICE void plane_delta_bitmaps(Word* m, Word* HCOMM_MPC_RESTRICT bit
 }
 // The inverse of the plane delta: a running sum down each lane.
 template <class Word, unsigned Lanes>
-HCOMM_HOST_DEVICE void plane_undelta(Word* m) {
+HCOMM_MPC_INLINE void plane_undelta(Word* m) {
   constexpr unsigned W = sizeof(Word) * 8;
   for (unsigned k = 1; k < W; ++k) {
     Word* a = m + k * Lanes;
@@ -175,14 +214,14 @@ HCOMM_HOST_DEVICE void plane_undelta(Word* m) {
 
 // Loads `count` values starting at p as words (memcpy: legal for any alignment, on the GPU too).
 template <class Word>
-HCOMM_HOST_DEVICE void load_words(Word* dst, const void* p, std::size_t count) {
+HCOMM_MPC_INLINE void load_words(Word* dst, const void* p, std::size_t count) {
   if (count) std::memcpy(dst, p, count * sizeof(Word));
 }
 
 // Word transposition of a chunk: out[k * L + g] = in[g * W + k] (g < L groups, k < W words),
 // in 4 x 4 blocks so that the compiler turns it into vector loads, shuffles and stores.
 template <class Word>
-HCOMM_HOST_DEVICE void word_transpose(const Word* HCOMM_MPC_RESTRICT in, Word* HCOMM_MPC_RESTRICT out) {
+HCOMM_MPC_INLINE void word_transpose(const Word* HCOMM_MPC_RESTRICT in, Word* HCOMM_MPC_RESTRICT out) {
   constexpr unsigned W = sizeof(Word) * 8;
   constexpr unsigned L = static_cast<unsigned>(chunk_values) / W;
   for (unsigned kb = 0; kb < W; kb += 4)
@@ -192,7 +231,7 @@ HCOMM_HOST_DEVICE void word_transpose(const Word* HCOMM_MPC_RESTRICT in, Word* H
 }
 // The inverse: out[g * W + k] = in[k * L + g].
 template <class Word>
-HCOMM_HOST_DEVICE void word_untranspose(const Word* HCOMM_MPC_RESTRICT in, Word* HCOMM_MPC_RESTRICT out) {
+HCOMM_MPC_INLINE void word_untranspose(const Word* HCOMM_MPC_RESTRICT in, Word* HCOMM_MPC_RESTRICT out) {
   constexpr unsigned W = sizeof(Word) * 8;
   constexpr unsigned L = static_cast<unsigned>(chunk_values) / W;
   for (unsigned gb = 0; gb < L; gb += 4)
@@ -203,7 +242,7 @@ HCOMM_HOST_DEVICE void word_untranspose(const Word* HCOMM_MPC_RESTRICT in, Word*
 
 // r[i] = v[i] - v[i - dim] over one chunk (v[j] = 0 for j < 0). v may be unaligned input.
 template <class Word>
-HCOMM_HOST_DEVICE void delta(const unsigned char* v, unsigned dim, Word* HCOMM_MPC_RESTRICT r) {
+HCOMM_MPC_INLINE void delta(const unsigned char* v, unsigned dim, Word* HCOMM_MPC_RESTRICT r) {
   constexpr std::size_t S = sizeof(Word);
   // std::size_t indices: 32-bit unsigned wrap-around in the address would block vectorisation.
   for (std::size_t i = 0; i < dim; ++i) std::memcpy(&r[i], v + i * S, S);
@@ -248,7 +287,11 @@ struct sample_dims_kernel {
   std::size_t samples;
   std::uint64_t* counts;
 
-  HCOMM_HOST_DEVICE void operator()(std::size_t s) const {
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { HCOMM_MPC_DISPATCH(i); }
+  HCOMM_MPC_AVX2_VARIANT
+
+  // The portable body (what every executor runs; the host may run an AVX2 build of it).
+  HCOMM_MPC_INLINE void body(std::size_t s) const {
     const std::size_t total_groups = (n + W - 1) / W;
     const std::size_t g = sample_group<Word>(s, samples, total_groups);
     const std::size_t first = g * W;                                   // first value of the group
@@ -309,7 +352,11 @@ struct encode_chunk_kernel {
   Word* scratch;
   std::uint64_t* sizes;
 
-  HCOMM_HOST_DEVICE void operator()(std::size_t c) const {
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { HCOMM_MPC_DISPATCH(i); }
+  HCOMM_MPC_AVX2_VARIANT
+
+  // The portable body (what every executor runs; the host may run an AVX2 build of it).
+  HCOMM_MPC_INLINE void body(std::size_t c) const {
     const std::size_t base = c * chunk_values;
     const std::size_t count = min_size(chunk_values, n - base);
     const unsigned groups = static_cast<unsigned>((count + W - 1) / W);
@@ -337,17 +384,29 @@ struct encode_chunk_kernel {
     Word bitmap[L];
     plane_delta_bitmaps<Word, L>(m, bitmap);
 
-    // Zero-word elimination, branch-free: always store, advance only past non-zero words.
+    // Zero-word elimination, row by row (plane k of every group of the chunk, in group
+    // order). A row whose words are all non-zero is copied whole, an all-zero row is skipped,
+    // and a mixed row is packed branch-free: always store, advance only past non-zero words.
     Word* out = scratch + c * geo::max_chunk_words;
+    Word all = static_cast<Word>(~Word(0)), any = 0;  // lanes past `groups` are zero columns
+    for (unsigned g = 0; g < L; ++g) {
+      all &= bitmap[g];
+      any |= bitmap[g];
+    }
     for (unsigned g = 0; g < groups; ++g) out[g] = bitmap[g];
     Word* packed = out + groups;
-    for (unsigned g = 0; g < groups; ++g) {
-      const Word* col = m + g;
-      HCOMM_MPC_UNROLL
-      for (unsigned k = 0; k < W; ++k) {
-        const Word w = col[k * L];
-        *packed = w;
-        packed += w != 0 ? 1 : 0;
+    for (unsigned k = 0; k < W; ++k) {
+      const Word bit = static_cast<Word>(Word(1) << k);
+      const Word* row = m + k * L;
+      if (all & bit) {
+        std::memcpy(packed, row, L * sizeof(Word));
+        packed += L;
+      } else if (any & bit) {
+        for (unsigned g = 0; g < L; ++g) {
+          const Word w = row[g];
+          *packed = w;
+          packed += w != 0 ? 1 : 0;
+        }
       }
     }
     const std::size_t pos = static_cast<std::size_t>(packed - (out + groups));
@@ -479,7 +538,11 @@ struct decode_chunk_kernel {
   const std::uint64_t* offsets;
   T* out;
 
-  HCOMM_HOST_DEVICE void operator()(std::size_t c) const {
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { HCOMM_MPC_DISPATCH(i); }
+  HCOMM_MPC_AVX2_VARIANT
+
+  // The portable body (what every executor runs; the host may run an AVX2 build of it).
+  HCOMM_MPC_INLINE void body(std::size_t c) const {
     const std::size_t base = c * chunk_values;
     const std::size_t count = min_size(chunk_values, n - base);
     const unsigned groups = static_cast<unsigned>((count + W - 1) / W);
@@ -494,27 +557,53 @@ struct decode_chunk_kernel {
     load_words(packed, src + groups * sizeof(Word), nonzero);
     packed[nonzero] = 0;
 
+    // Expansion, the inverse of the encoder's row-by-row packing.
+    for (unsigned g = groups; g < L; ++g) bitmap[g] = 0;
+    Word all = static_cast<Word>(~Word(0)), any = 0;
+    for (unsigned g = 0; g < L; ++g) {
+      all &= bitmap[g];
+      any |= bitmap[g];
+    }
     Word m[chunk_values];
     std::size_t pos = 0;
-    for (unsigned g = 0; g < groups; ++g) {
-      const Word b = bitmap[g];
-      for (unsigned k = 0; k < W; ++k) {
-        const Word bit = (b >> k) & 1u;
-        m[k * L + g] = packed[pos] & static_cast<Word>(Word(0) - bit);
-        pos += static_cast<std::size_t>(bit);
+    for (unsigned k = 0; k < W; ++k) {
+      const Word bit = static_cast<Word>(Word(1) << k);
+      Word* row = m + k * L;
+      if (all & bit) {
+        std::memcpy(row, packed + pos, L * sizeof(Word));
+        pos += L;
+      } else if (any & bit) {
+        for (unsigned g = 0; g < L; ++g) {
+          const Word keep = static_cast<Word>(Word(0) - ((bitmap[g] >> k) & 1u));  // all ones if stored
+          row[g] = packed[pos] & keep;
+          pos += static_cast<std::size_t>(keep & 1u);
+        }
+      } else {
+        for (unsigned g = 0; g < L; ++g) row[g] = 0;
       }
     }
-    for (unsigned g = groups; g < L; ++g)
-      for (unsigned k = 0; k < W; ++k) m[k * L + g] = 0;
 
     plane_undelta<Word, L>(m);
     bit_transpose<Word, L>(m);
 
-    // Back to value order, then undo the delta: a running sum along each residue class
-    // modulo dim (kept in a register, not re-read from memory).
+    // Back to value order and undo the delta: a running sum along each residue class modulo
+    // dim, kept in a register. Stride 1 (the common case) does both in one pass and writes a
+    // full chunk straight to the output.
+    if (dim == 1 && count == chunk_values) {
+      unsigned char* dst = reinterpret_cast<unsigned char*>(out + base);
+      Word acc = 0;
+      for (unsigned g = 0; g < L; ++g) {
+        HCOMM_MPC_UNROLL
+        for (unsigned k = 0; k < W; ++k) {
+          acc = static_cast<Word>(acc + m[k * L + g]);
+          std::memcpy(dst + (g * W + k) * sizeof(Word), &acc, sizeof(Word));
+        }
+      }
+      return;
+    }
     Word v[chunk_values];
     word_untranspose<Word>(m, v);
-    for (unsigned j = 0; j < dim && j < count; ++j) {
+    for (std::size_t j = 0; j < dim && j < count; ++j) {
       Word acc = 0;
       for (std::size_t i = j; i < count; i += dim) {
         acc = static_cast<Word>(acc + v[i]);
