@@ -111,6 +111,14 @@ HCOMM_HOST_DEVICE std::uint64_t splitmix64(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
+// High 64 bits of a 64 x 64-bit product, portably (no __int128 in ISO C++).
+HCOMM_HOST_DEVICE std::uint64_t mulhi(std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t a0 = a & 0xFFFFFFFFu, a1 = a >> 32, b0 = b & 0xFFFFFFFFu, b1 = b >> 32;
+  const std::uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  const std::uint64_t mid = (p00 >> 32) + (p01 & 0xFFFFFFFFu) + (p10 & 0xFFFFFFFFu);
+  return p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+}
+
 struct counter_rng {
   std::uint64_t key = 0;
   std::uint64_t counter = 0;
@@ -124,9 +132,7 @@ struct counter_rng {
   std::uint64_t next() { return at(counter++); }
   // Uniform in [0, n) without modulo bias worth noticing (Lemire's multiply-shift; the
   // residual bias is n / 2^64).
-  std::uint64_t below(std::uint64_t n) {
-    return static_cast<std::uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64);
-  }
+  std::uint64_t below(std::uint64_t n) { return mulhi(next(), n); }
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 };
 
@@ -172,16 +178,20 @@ class mask {
     active_ = on ? size() : 0;
   }
 
-  // Exactly k active positions, uniformly at random (partial Fisher-Yates on indices).
+  // Exactly k active positions, a uniformly random subset. Rejection sampling on the
+  // smaller side (the k to turn on, or the size-k to turn off): O(min(k, n-k)) draws, no
+  // index array, and a pure function of the RNG stream.
   void randomize(std::size_t k, counter_rng rng) {
     HCOMM_EXPECTS(k <= size(), "msparse: mask::randomize: more active positions than weights");
-    fill(false);
-    std::vector<std::uint32_t> idx(size());
-    for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<std::uint32_t>(i);
-    for (std::size_t i = 0; i < k; ++i) {
-      const std::size_t j = i + rng.below(idx.size() - i);
-      std::swap(idx[i], idx[j]);
-      set(idx[i], true);
+    const bool on = k <= size() / 2;
+    fill(!on);
+    const std::size_t flips = on ? k : size() - k;
+    for (std::size_t done = 0; done < flips;) {
+      const std::size_t i = static_cast<std::size_t>(rng.below(size()));
+      if (bits_[i] != std::uint8_t(on)) {
+        set(i, on);
+        ++done;
+      }
     }
   }
 

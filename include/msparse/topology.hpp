@@ -25,11 +25,13 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <span>
 #include <utility>
 #include <vector>
 
 #include "hcomm/core/error.hpp"
+#include "hcomm/exec/host.hpp"
 #include "msparse/distribution.hpp"
 #include "msparse/mask.hpp"
 #include "msparse/policy/growth.hpp"
@@ -75,6 +77,38 @@ inline void zero_at(const layer_tensors& t, std::size_t i) noexcept {
 }
 }  // namespace detail
 
+namespace detail {
+// Calls take(i), in index order, for the k positions with pred(i) of smallest key(i), ties
+// broken by smaller index, so the chosen set is unique. The k-th key is found with
+// nth_element on a contiguous copy of the keys (cache-friendly, unlike sorting indices by
+// an indirect key); a second pass takes everything below it and the first ties.
+template <class Key, class Pred, class Take>
+void take_k_smallest(std::size_t n, std::size_t k, Key key, Pred pred, Take take, std::vector<float>& keys) {
+  if (k == 0) return;
+  keys.clear();
+  for (std::size_t i = 0; i < n; ++i)
+    if (pred(i)) keys.push_back(key(i));
+  if (k >= keys.size()) {
+    for (std::size_t i = 0; i < n; ++i)
+      if (pred(i)) take(i);
+    return;
+  }
+  std::nth_element(keys.begin(), keys.begin() + std::ptrdiff_t(k - 1), keys.end());
+  const float tau = keys[k - 1];
+  std::size_t below = 0;
+  for (std::size_t r = 0; r < k - 1; ++r) below += keys[r] < tau;
+  std::size_t ties = k - below;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!pred(i)) continue;
+    const float v = key(i);
+    if (v < tau || (v == tau && ties > 0)) {
+      if (v == tau) --ties;
+      take(i);
+    }
+  }
+}
+}  // namespace detail
+
 // One layer's topology update. rng is keyed by (seed, step, layer) by the caller.
 inline update_counts update_layer(mask& m, std::size_t target, double drop_fraction, const growth_rule& rule,
                                   const layer_tensors& t, counter_rng rng) {
@@ -92,47 +126,48 @@ inline update_counts update_layer(mask& m, std::size_t target, double drop_fract
   const std::size_t n_grad = rule.evolves ? static_cast<std::size_t>(rule.by_gradient(pg.grow)) : 0;
   HCOMM_EXPECTS(n_grad == 0 || t.grad != nullptr, "msparse: gradient growth needs the dense weight gradient");
   HCOMM_EXPECTS(pg.prune == 0 || t.weight != nullptr, "msparse: magnitude pruning needs the weights");
+  const std::size_t n = m.size();
+  const std::uint8_t* on = m.data();
+  std::vector<float> keys;
 
-  std::vector<std::uint32_t> idx;
   // Prune: the `prune` active weights of smallest |w| (index breaks ties).
-  if (pg.prune > 0) {
-    idx.reserve(m.active());
-    for (std::size_t i = 0; i < m.size(); ++i)
-      if (m[i]) idx.push_back(static_cast<std::uint32_t>(i));
-    const float* w = t.weight;
-    auto less = [w](std::uint32_t a, std::uint32_t b) {
-      const float sa = detail::score_of(w[a]), sb = detail::score_of(w[b]);
-      return sa < sb || (sa == sb && a < b);
-    };
-    if (pg.prune < idx.size()) std::nth_element(idx.begin(), idx.begin() + std::ptrdiff_t(pg.prune), idx.end(), less);
-    for (std::size_t k = 0; k < pg.prune; ++k) {
-      m.set(idx[k], false);
-      detail::zero_at(t, idx[k]);
-    }
-  }
+  const float* w = t.weight;
+  detail::take_k_smallest(
+      n, pg.prune, [w](std::size_t i) { return detail::score_of(w[i]); }, [on](std::size_t i) { return on[i] != 0; },
+      [&](std::size_t i) {
+        m.set(i, false);
+        detail::zero_at(t, i);
+      },
+      keys);
   // Grow by gradient: the n_grad inactive positions of largest |g| (index breaks ties).
-  if (n_grad > 0) {
-    idx.clear();
-    for (std::size_t i = 0; i < m.size(); ++i)
-      if (!m[i]) idx.push_back(static_cast<std::uint32_t>(i));
-    const float* g = t.grad;
-    auto more = [g](std::uint32_t a, std::uint32_t b) {
-      const float sa = detail::score_of(g[a]), sb = detail::score_of(g[b]);
-      return sa > sb || (sa == sb && a < b);
-    };
-    if (n_grad < idx.size()) std::nth_element(idx.begin(), idx.begin() + std::ptrdiff_t(n_grad), idx.end(), more);
-    for (std::size_t k = 0; k < n_grad; ++k) {
-      m.set(idx[k], true);
-      detail::zero_at(t, idx[k]);
-    }
-  }
-  // Grow at random: uniformly among the still-inactive positions, listed in index order so
-  // that the draw does not depend on how nth_element left the array.
+  // Just-pruned positions are candidates too, as in RigL; they restart from zero.
+  const float* g = t.grad;
+  detail::take_k_smallest(
+      n, n_grad, [g](std::size_t i) { return -detail::score_of(g[i]); }, [on](std::size_t i) { return on[i] == 0; },
+      [&](std::size_t i) {
+        m.set(i, true);
+        detail::zero_at(t, i);
+      },
+      keys);
+  keys = {};
+  // Grow at random: uniformly among the still-inactive positions. Rejection sampling while
+  // inactive positions are plentiful; otherwise a partial Fisher-Yates over their list.
   const std::size_t n_rand = pg.grow - n_grad;
-  if (n_rand > 0) {
-    idx.clear();
-    for (std::size_t i = 0; i < m.size(); ++i)
-      if (!m[i]) idx.push_back(static_cast<std::uint32_t>(i));
+  const std::size_t inactive = n - m.active();
+  if (n_rand > 0 && inactive >= n / 4 && n_rand <= inactive / 2) {
+    for (std::size_t done = 0; done < n_rand;) {
+      const auto i = static_cast<std::size_t>(rng.below(n));
+      if (!on[i]) {
+        m.set(i, true);
+        detail::zero_at(t, i);
+        ++done;
+      }
+    }
+  } else if (n_rand > 0) {
+    std::vector<std::size_t> idx;
+    idx.reserve(inactive);
+    for (std::size_t i = 0; i < n; ++i)
+      if (!on[i]) idx.push_back(i);
     for (std::size_t k = 0; k < n_rand; ++k) {
       const std::size_t j = k + rng.below(idx.size() - k);
       std::swap(idx[k], idx[j]);
@@ -143,8 +178,8 @@ inline update_counts update_layer(mask& m, std::size_t target, double drop_fract
   // Inactive weights are exactly zero afterwards even if an optimizer step (say one fed the
   // dense gradient of an update step) moved them; the sparse kernels rely on it.
   if (t.weight)
-    for (std::size_t i = 0; i < m.size(); ++i)
-      if (!m[i]) t.weight[i] = 0.0f;
+    for (std::size_t i = 0; i < n; ++i)
+      if (!on[i]) t.weight[i] = 0.0f;
   c.pruned = pg.prune;
   c.grown = pg.grow;
   c.grown_by_gradient = n_grad;
@@ -204,16 +239,19 @@ class sparse_topology {
   void init(std::span<const layer_tensors> t = {}) {
     HCOMM_EXPECTS(t.empty() || t.size() == layers_.size(), "msparse: init needs one tensor set per layer (or none)");
     const auto d = target_densities(0);
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
+    ex_.for_each(layers_.size(), [&](std::size_t i) {
       const layer_shape& l = layers_[i];
       mask full(l.rows, l.cols, true);
       const std::size_t k = active_count(l, d[i]);
       if (l.sparse && k < l.size()) full.randomize(k, counter_rng(seed_, 0, i, kInitStream));
       masks_[i] = tp_.parts == 1 ? std::move(full) : shard(full, tp_.axes[i], tp_.parts, tp_.index);
       if (!t.empty()) zero_inactive(i, t[i]);
-    }
+    });
     step_ = 0;
   }
+
+  // Threads for init/update (0: OpenMP's default; layers run in parallel).
+  void set_threads(int n) noexcept { ex_.threads = n; }
 
   bool is_update_step(std::int64_t step) const {
     if (!rule_.is_sparse) return false;
@@ -229,12 +267,27 @@ class sparse_topology {
     HCOMM_EXPECTS(t.size() == layers_.size(), "msparse: update needs one tensor set per layer");
     const auto k = target_active(step);
     const double f = sched_.drop_fraction(step);
+    for (std::size_t i = 0; i < layers_.size(); ++i)
+      if (layers_[i].sparse) {
+        HCOMM_EXPECTS(t[i].weight != nullptr, "msparse: update needs every sparse layer's weights");
+        HCOMM_EXPECTS(!rule_.needs_dense_gradient() || t[i].grad != nullptr,
+                      "msparse: this growth rule needs every sparse layer's dense gradient on update steps");
+      }
     std::vector<update_counts> out(layers_.size());
-    for (std::size_t i = 0; i < layers_.size(); ++i) {
-      if (!layers_[i].sparse) continue;
-      const std::uint64_t key = tp_.parts == 1 ? i : i * 4096 + tp_.index + 1;
-      out[i] = update_layer(masks_[i], k[i], f, rule_, t[i], counter_rng(seed_, std::uint64_t(step), key));
-    }
+    std::vector<std::exception_ptr> err(layers_.size());
+    // Layers are independent (each has its own RNG key), so they run in parallel with the
+    // same result as in sequence.
+    ex_.for_each(layers_.size(), [&](std::size_t i) {
+      if (!layers_[i].sparse) return;
+      try {
+        const std::uint64_t key = tp_.parts == 1 ? i : i * 4096 + tp_.index + 1;
+        out[i] = update_layer(masks_[i], k[i], f, rule_, t[i], counter_rng(seed_, std::uint64_t(step), key));
+      } catch (...) {
+        err[i] = std::current_exception();
+      }
+    });
+    for (const auto& e : err)
+      if (e) std::rethrow_exception(e);
     step_ = step;
     return out;
   }
@@ -373,6 +426,7 @@ class sparse_topology {
   tp_sharding tp_{};
   std::vector<mask> masks_;
   std::int64_t step_ = 0;
+  hcomm::exec::host ex_{};
 };
 
 }  // namespace msparse

@@ -375,3 +375,44 @@ TEST_CASE("mask basics: checksum, randomize count, bytes", "[mask]") {
     REQUIRE(v < 13);
   }
 }
+
+TEST_CASE("ties break by index; dense-side restoration uses the list path; counts hold", "[topology]") {
+  // All weights equal: the pruned ones are the lowest-index active positions.
+  const std::size_t N = 1000;
+  mask m(10, 100, true);
+  std::vector<float> w(N, 0.5f), g(N, 0.f), mo(N, 1.f), vo(N, 1.f);
+  auto c = update_layer(m, 900, 0.0, rule_of<RigL>(), {w.data(), g.data(), mo.data(), vo.data()}, counter_rng(1, 2, 3));
+  CHECK(c.pruned == 100);
+  CHECK(c.grown == 0);
+  for (std::size_t i = 0; i < N; ++i) REQUIRE(m[i] == (i >= 100));
+  // Equal gradients: gradient growth takes the lowest-index inactive positions.
+  c = update_layer(m, 950, 0.0, rule_of<RigL>(), {w.data(), g.data(), mo.data(), vo.data()}, counter_rng(1, 3, 3));
+  CHECK(c.grown == 50);
+  for (std::size_t i = 0; i < N; ++i) REQUIRE(m[i] == (i < 50 || i >= 100));
+  for (std::size_t i = 0; i < 50; ++i) REQUIRE((w[i] == 0.f && mo[i] == 0.f && vo[i] == 0.f));
+  // Inactive positions are scarce (5%): random growth goes through the list of inactive
+  // positions. Restore 950 -> 990 with SET at drop 0.2: prune 190, grow 230.
+  for (std::size_t i = 0; i < N; ++i) {
+    w[i] = m[i] ? 1.0f + float(i) : 0.f;
+    mo[i] = vo[i] = 1.f;
+  }
+  const mask before = m;
+  c = update_layer(m, 990, 0.2, rule_of<SET>(), {w.data(), nullptr, mo.data(), vo.data()}, counter_rng(1, 4, 3));
+  CHECK(c.pruned == 190);
+  CHECK(c.grown == 230);
+  CHECK(c.grown_random == 230);
+  CHECK(m.active() == 990);
+  for (std::size_t i = 0; i < N; ++i) {
+    if (!m[i]) REQUIRE(w[i] == 0.f);
+    if (m[i] && !before[i]) REQUIRE((w[i] == 0.f && mo[i] == 0.f && vo[i] == 0.f));
+  }
+  // The 190 smallest |w| were the 190 lowest active indices (w grows with i): 50..99 are
+  // inactive, so 0..49 and 100..239 were pruned; a survivor keeps its value.
+  CHECK(w[500] == 501.0f);
+  // Same inputs, same key: the same mask.
+  mask again = before;
+  std::vector<float> w2(N);
+  for (std::size_t i = 0; i < N; ++i) w2[i] = before[i] ? 1.0f + float(i) : 0.f;
+  update_layer(again, 990, 0.2, rule_of<SET>(), {w2.data(), nullptr, nullptr, nullptr}, counter_rng(1, 4, 3));
+  CHECK(again == m);
+}
