@@ -344,22 +344,20 @@ struct word_writer {
   }
 };
 
-// Reads 64 bits from any bit position of nwords little-endian words (possibly unaligned
-// memory); bits past the last word read as 0, so a block's reader never leaves the stream.
+// Reads 64 bits from any bit position of the stream (little-endian words, possibly unaligned
+// memory). It may read the one word after the stream: the payload always has the 8-byte
+// count there, and every caller masks what it uses to the block's remaining budget.
 struct word_reader {
   const unsigned char* base;
-  std::size_t nwords;
   HCOMM_HOST_DEVICE u64 word(std::size_t i) const {
     u64 w;
     std::memcpy(&w, base + 8 * i, 8);
     return w;
   }
-  HCOMM_HOST_DEVICE u64 peek(std::size_t p) const {  // p < 64 * nwords
+  HCOMM_HOST_DEVICE u64 peek(std::size_t p) const {  // p < 64 * stream words
     const std::size_t i = p >> 6;
     const unsigned o = static_cast<unsigned>(p & 63u);
-    u64 x = word(i) >> o;
-    if (o && i + 1 < nwords) x |= word(i + 1) << (64 - o);
-    return x;
+    return (word(i) >> o) | ((word(i + 1) << 1) << (63 - o));
   }
 };
 
@@ -413,11 +411,13 @@ HCOMM_ZFP_INLINE void encode_block(const T* v, unsigned maxbits, word_writer& wr
   // Planes below kmin are not coded (double blocks with emax < -1014: maxprec < 64).
   const int maxprec = static_cast<int>(e) - Tr::ebias + 1078;
   const int kmin = maxprec < P ? P - maxprec : 0;
-  // m[i]: highest non-zero plane of coefficients i..3 (-1: none). While n coefficients are
-  // significant, the planes above m[n] are quiet and plane m[n] makes some new one significant.
+  // m[i]: highest non-zero plane of coefficients i..3. While n coefficients are significant,
+  // the planes above m[n] are quiet and plane m[n] makes some new one significant. (All zero
+  // gives 0 rather than "none": plane 0 coded as an event with nothing new is bit for bit the
+  // quiet plane it is.)
   const U s3 = u[3], s2 = u[2] | s3, s1 = u[1] | s2, s0 = u[0] | s1;
-  const int m[4] = {s0 ? 63 - clz64(static_cast<u64>(s0)) : -1, s1 ? 63 - clz64(static_cast<u64>(s1)) : -1,
-                    s2 ? 63 - clz64(static_cast<u64>(s2)) : -1, s3 ? 63 - clz64(static_cast<u64>(s3)) : -1};
+  const int m[4] = {63 - clz64(static_cast<u64>(s0) | 1u), 63 - clz64(static_cast<u64>(s1) | 1u),
+                    63 - clz64(static_cast<u64>(s2) | 1u), 63 - clz64(static_cast<u64>(s3) | 1u)};
   int k = m[0];
   // Planes above m[0] are empty: one 0 bit (negative group test) each.
   {
@@ -621,7 +621,13 @@ struct encode_group_kernel {
       unsigned mask = 0;
       if (m == 4) {
         std::memcpy(v, p, sizeof v);
-        for (unsigned i = 0; i < 4; ++i) mask |= static_cast<unsigned>(is_nonfinite_bits<T>(to_bits(v[i]))) << i;
+        // Non-finite values have the largest magnitude bit patterns: one test per block.
+        using U = typename traits<T>::U;
+        const U a0 = to_bits(v[0]) & traits<T>::absmask, a1 = to_bits(v[1]) & traits<T>::absmask;
+        const U a2 = to_bits(v[2]) & traits<T>::absmask, a3 = to_bits(v[3]) & traits<T>::absmask;
+        const U a01 = a0 > a1 ? a0 : a1, a23 = a2 > a3 ? a2 : a3;
+        if ((a01 > a23 ? a01 : a23) >= traits<T>::expmask)
+          for (unsigned i = 0; i < 4; ++i) mask |= static_cast<unsigned>(is_nonfinite_bits<T>(to_bits(v[i]))) << i;
       } else {
         for (unsigned i = 0; i < m; ++i) {
           v[i] = p[i];
@@ -643,7 +649,7 @@ struct encode_group_kernel {
   }
 };
 
-// Decodes group g of the stream (nwords words in all) into out.
+// Decodes group g of the stream (nwords words, followed by at least 8 more payload bytes).
 template <class T>
 struct decode_group_kernel {
   const unsigned char* stream;  // little-endian 64-bit words, possibly unaligned
@@ -655,7 +661,7 @@ struct decode_group_kernel {
     const std::size_t first = g * group_values;
     const std::size_t nvals = n - first < group_values ? n - first : group_values;
     const std::size_t nblk = (nvals + 3) / 4;
-    const word_reader rd{stream, nwords};
+    const word_reader rd{stream};
     std::size_t p = g * group_blocks * maxbits;
     for (std::size_t b = 0; b < nblk; ++b, p += maxbits) {
       T* o = out + first + 4 * b;
