@@ -10,7 +10,8 @@
 // ranks, seconds (median over iterations of the slowest rank), min_seconds, algbw_gbs
 // (bytes / seconds), wire_bytes and raw_bytes (per iteration, summed over ranks), ratio,
 // max_error (against a float64 reference computed from every rank's input), rel_error
-// (max_error / largest reference magnitude), identical (every rank holds the same bytes;
+// (max_error / largest reference magnitude), codec_seconds (slowest rank's encode+decode time
+// in the last iteration), identical (every rank holds the same bytes;
 // null where ranks hold different results), data.
 #include <mpi.h>
 
@@ -169,6 +170,8 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
   MPI_Allreduce(MPI_IN_PLACE, wr, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   res.wire = wr[0];
   res.raw = wr[1];
+  double codec_s = st.compress_seconds;  // slowest rank's codec time in the last iteration
+  MPI_Allreduce(MPI_IN_PLACE, &codec_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   if (base) {  // what MPI's ring-equivalent moves (estimate; MPI does not report it)
     const double per = op == "allreduce" ? 2.0 * (p - 1) / p * bytes
                        : op == "p2p"     ? (rank % 2 == 0 && (rank ^ 1) < p ? double(bytes) : 0.0)
@@ -230,13 +233,13 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     std::printf(
         "{\"op\":%s,\"codec\":%s%s,\"bytes\":%zu,\"ranks\":%d,\"iters\":%d,\"seconds\":%.6g,\"min_seconds\":%.6g,"
         "\"algbw_gbs\":%.4g,\"wire_bytes\":%llu,\"raw_bytes\":%llu,\"ratio\":%.4g,\"max_error\":%.4g,"
-        "\"rel_error\":%.4g,\"identical\":%s,\"data\":%s,\"threshold\":%zu,\"segment\":%zu}\n",
+        "\"rel_error\":%.4g,\"codec_seconds\":%.4g,\"identical\":%s,\"data\":%s,\"threshold\":%zu,\"segment\":%zu}\n",
         json_str(op).c_str(), json_str(codec_name).c_str(),
         a.scheme.empty() || base ? "" : (",\"scheme\":" + json_str(a.scheme) + ",\"axis\":" + json_str(a.axis)).c_str(),
         bytes, p, a.iters, med, t.empty() ? 0 : t.front(), med > 0 ? bytes / med / 1e9 : 0.0,
         static_cast<unsigned long long>(res.wire / iters), static_cast<unsigned long long>(res.raw / iters),
         res.wire ? double(res.raw) / double(res.wire) : 1.0, res.max_error,
-        res.max_ref > 0 ? res.max_error / res.max_ref : 0.0,
+        res.max_ref > 0 ? res.max_error / res.max_ref : 0.0, codec_s,
         res.identical < 0 ? "null" : res.identical ? "true" : "false", json_str(a.data).c_str(), a.threshold,
         a.segment);
     std::fflush(stdout);
