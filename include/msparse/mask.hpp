@@ -6,6 +6,7 @@
 //   m.randomize(215000, rng);                                    // exactly 215000 active
 //   std::uint64_t h = m.checksum();                              // compare across DP ranks
 //   msparse::mask local = msparse::shard(m, msparse::shard_axis::rows, tp_size, tp_rank);
+//   msparse::pack_active(m, grad, packed);   // DP all-reduce of active values only
 //
 // One byte per weight rather than a bitset: the topology update and the sparse-format
 // conversion read and write single positions at random, and a byte is the cheapest unit
@@ -25,6 +26,7 @@
 
 #include "hcomm/core/error.hpp"
 #include "hcomm/core/macros.hpp"
+#include "hcomm/exec/host.hpp"
 
 namespace msparse {
 
@@ -243,6 +245,71 @@ class mask {
   std::vector<std::uint8_t> bits_;
   std::size_t active_ = 0;
 };
+
+// --- packed active values (sparsity-aware DP communication) -----------------------------
+//
+// Masks are identical on every DP replica, so a sparse layer's gradient can be all-reduced
+// as its active values only, in index order: pack, all-reduce (and compress) the packed
+// buffer, unpack. Chunks of the mask are counted, scanned and copied in parallel by an
+// executor; the result is the same as a sequential loop.
+
+namespace detail {
+inline constexpr std::size_t pack_chunk = std::size_t(1) << 16;
+
+struct count_chunk {
+  const std::uint8_t* bits;
+  std::size_t n;
+  std::uint64_t* counts;
+  HCOMM_HOST_DEVICE void operator()(std::size_t c) const {
+    const std::size_t b = c * pack_chunk, e = b + pack_chunk < n ? b + pack_chunk : n;
+    std::uint64_t k = 0;
+    for (std::size_t i = b; i < e; ++i) k += bits[i] != 0;
+    counts[c] = k;
+  }
+};
+
+template <bool Pack, class T>
+struct copy_chunk {
+  const std::uint8_t* bits;
+  std::size_t n;
+  const std::uint64_t* offsets;
+  const T* src;
+  T* dst;
+  HCOMM_HOST_DEVICE void operator()(std::size_t c) const {
+    const std::size_t b = c * pack_chunk, e = b + pack_chunk < n ? b + pack_chunk : n;
+    std::uint64_t at = offsets[c];
+    for (std::size_t i = b; i < e; ++i) {
+      if (Pack) {
+        if (bits[i]) dst[at++] = src[i];
+      } else {
+        dst[i] = bits[i] ? src[at++] : T(0);
+      }
+    }
+  }
+};
+
+template <bool Pack, class T, class Exec>
+std::size_t pack_impl(const mask& m, const T* src, T* dst, const Exec& ex) {
+  const std::size_t chunks = (m.size() + pack_chunk - 1) / pack_chunk;
+  std::vector<std::uint64_t> off(chunks + 1, 0);
+  ex.for_each(chunks, count_chunk{m.data(), m.size(), off.data()});
+  ex.exclusive_scan(off.data(), off.data(), chunks);
+  ex.for_each(chunks, copy_chunk<Pack, T>{m.data(), m.size(), off.data(), src, dst});
+  return static_cast<std::size_t>(off[chunks]);
+}
+}  // namespace detail
+
+// packed[k] = dense[i] for the k-th active position i; returns m.active(). packed must
+// hold m.active() values.
+template <class T, class Exec = hcomm::exec::host>
+std::size_t pack_active(const mask& m, const T* dense, T* packed, const Exec& ex = {}) {
+  return detail::pack_impl<true>(m, dense, packed, ex);
+}
+// dense[i] = packed[k] at active positions, 0 elsewhere (the inverse of pack_active).
+template <class T, class Exec = hcomm::exec::host>
+std::size_t unpack_active(const mask& m, const T* packed, T* dense, const Exec& ex = {}) {
+  return detail::pack_impl<false>(m, packed, dense, ex);
+}
 
 // --- tensor parallelism -----------------------------------------------------------------
 //

@@ -31,6 +31,8 @@ static_assert(Growth<Mixed<>>::varies_sparsity && !Growth<RigL>::varies_sparsity
 static_assert(rule_of<Mixed<3>>().by_gradient(100) == 75 && rule_of<RigL>().by_gradient(100) == 100 &&
               rule_of<SET>().by_gradient(100) == 0);
 static_assert(rule_of<Growth<SET>>() == rule_of<SET>());
+static_assert(visit_phase(phase_id::restore, []<class P>() { return P::sparsity_direction; }) == -1);
+static_assert(visit_phase(phase_id::ultra, []<class P>() { return sparsity_phase_policy<P> && P::id == phase_id::ultra; }));
 
 // Negative cases: a wrapper with a wrong argument is not a valid type. The static_assert in
 // the class body fires only on instantiation, so probe "can it be completed" through a

@@ -416,3 +416,18 @@ TEST_CASE("ties break by index; dense-side restoration uses the list path; count
   update_layer(again, 990, 0.2, rule_of<SET>(), {w2.data(), nullptr, nullptr, nullptr}, counter_rng(1, 4, 3));
   CHECK(again == m);
 }
+
+TEST_CASE("pack/unpack active values round trip (sparsity-aware DP all-reduce)", "[mask]") {
+  // Larger than one pack chunk (65536) so the chunk offsets are exercised.
+  mask m(300, 700);
+  m.randomize(21000, counter_rng(3, 0, 0));
+  std::vector<float> dense(m.size());
+  for (std::size_t i = 0; i < dense.size(); ++i) dense[i] = float(i) + 0.5f;
+  std::vector<float> packed(m.active()), back(m.size(), -1.f);
+  CHECK(pack_active(m, dense.data(), packed.data()) == 21000);
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    if (m[i]) REQUIRE(packed[k++] == dense[i]);
+  CHECK(unpack_active(m, packed.data(), back.data()) == 21000);
+  for (std::size_t i = 0; i < m.size(); ++i) REQUIRE(back[i] == (m[i] ? dense[i] : 0.f));
+}

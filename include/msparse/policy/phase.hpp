@@ -56,6 +56,15 @@ template <class P> struct is_sparsity_phase<SparsityPhase<P>> : std::true_type {
 template <class T>
 concept sparsity_phase_policy = detail::is_sparsity_phase<T>::value;
 
+// Calls f.template operator()<SparsityPhase<P>>() for the run-time phase (what the
+// schedule returns), so phase-specialised code is chosen once per step.
+template <class F>
+constexpr decltype(auto) visit_phase(phase_id p, F&& f) {
+  if (p == phase_id::warmup) return f.template operator()<SparsityPhase<Warmup>>();
+  if (p == phase_id::ultra) return f.template operator()<SparsityPhase<Ultra>>();
+  return f.template operator()<SparsityPhase<Restore>>();
+}
+
 constexpr std::string_view to_string(phase_id p) noexcept {
   return p == phase_id::warmup ? "warmup" : p == phase_id::ultra ? "ultra" : "restore";
 }
