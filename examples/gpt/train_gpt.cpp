@@ -39,7 +39,7 @@ const char* usage =
     " output:  --metrics FILE (JSON lines) --losses-out FILE --quiet --sample N --prompt TEXT\n"
     " check:   --expect-losses FILE [--expect-rtol X, 0 = bitwise]\n"
     " ckpt:    --save PREFIX [--save-every N] [--stop-at STEP]  --resume PREFIX\n"
-    " cpu:     --threads N (OpenMP + OpenBLAS threads per rank)\n";
+    " cpu:     --threads N (OpenMP + OpenBLAS threads per rank; default OMP_NUM_THREADS, or 1 with several ranks)\n";
 
 struct cli {
   gpt::config cfg;
@@ -201,6 +201,11 @@ int main(int argc, char** argv) {
     cli c = parse(argc, argv);
     const runner run = pick_scheme(c.run.scheme);
     c.cfg.validate(c.dp, c.pp, c.tp);
+    // Several ranks on one machine each spawning a thread per core would oversubscribe it:
+    // without --threads or OMP_NUM_THREADS, multi-rank runs use one thread per rank.
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    if (c.threads == 0 && world > 1 && !std::getenv("OMP_NUM_THREADS")) c.threads = 1;
     if (c.threads > 0) {
       omp_set_num_threads(c.threads);
       openblas_set_num_threads(c.threads);
