@@ -39,7 +39,10 @@ using index_t = std::uint32_t;  // 4-byte indices: half the index traffic of siz
 // of the pattern, so every data-parallel replica packs its values identically.
 // Within a row, entries are first grouped by panel of panel_columns columns (the kernels
 // sweep one panel of the dense operand at a time, see kernels/spmm.hpp), then scrambled.
-inline constexpr std::size_t panel_columns = 512;
+#ifndef MSPARSE_PANEL_COLUMNS
+#define MSPARSE_PANEL_COLUMNS 512
+#endif
+inline constexpr std::size_t panel_columns = MSPARSE_PANEL_COLUMNS;
 
 HCOMM_HOST_DEVICE constexpr std::uint64_t entry_order_key(std::uint32_t index) noexcept {
   return (static_cast<std::uint64_t>(index / panel_columns) << 32) |

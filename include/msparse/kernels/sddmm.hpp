@@ -8,10 +8,12 @@
 // One item = a block of weight rows, so no two items write the same gradient value (no
 // atomics, deterministic sums). Inside, token tiles (64 tokens) are the outer loop (dY^T and
 // X^T in the tiled layout of tiles.hpp; the X tile stays in L2 across the block's rows).
-// A row's dY values for half a tile (32 tokens) sit in 4 registers; the kernel takes 8 active weights at once: 8
-// vector accumulators (one per weight, 8 token lanes each), 4 FMAs each against the
-// weight's X^T row, then one shuffle-tree reduction turns the 8 accumulators into 8 sums
-// added to 8 consecutive packed gradients. Inactive positions
+// For half a tile (32 tokens) a row's dY values sit in 4 registers; the kernel takes 8
+// active weights at once: 8 vector accumulators (8 independent FMA chains, one per weight,
+// 8 token lanes each), 4 FMAs each against the weight's X^T row (one load per FMA), then
+// one shuffle-tree reduction turns the 8 accumulators into 8 sums added to 8 consecutive
+// packed gradients. (4 weights x 64 tokens has half the reductions but 4 chains of 8
+// dependent FMAs, latency-bound; measured slower.) Inactive positions
 // do not exist in the output, so they are never written.
 #pragma once
 #include <cstddef>
@@ -50,43 +52,43 @@ struct sddmm_tiles {
       const float* dy = dyt + j * rows * T;
       const float* x = xt + j * K * T;
       for (std::size_t r = r_begin; r < r_end; ++r)
-      for (std::size_t h = 0; h < T; h += 32) {
-        f8 d0, d1, d2, d3;
-        load8(d0, dy + r * T + h);
-        load8(d1, dy + r * T + h + 8);
-        load8(d2, dy + r * T + h + 16);
-        load8(d3, dy + r * T + h + 24);
-        const index_t pe = row_ptr[r + 1];
-        for (index_t p = row_ptr[r]; p < pe; p += 8) {
-          // 8 entries at once; a short last group repeats its first entry and keeps only
-          // the real lanes.
-          const index_t n = min_of<index_t>(8, pe - p);
-          f8 acc[8], xv;
-          MSPARSE_UNROLL
-          for (int q = 0; q < 8; ++q) {
-            const index_t pq = static_cast<index_t>(q) < n ? p + static_cast<index_t>(q) : p;
-            const float* xq = x + static_cast<std::size_t>(col[pq]) * T + h;
-            load8(xv, xq);
-            acc[q] = d0 * xv;
-            load8(xv, xq + 8);
-            fma8(acc[q], d1, xv);
-            load8(xv, xq + 16);
-            fma8(acc[q], d2, xv);
-            load8(xv, xq + 24);
-            fma8(acc[q], d3, xv);
-          }
-          f8 sums;
-          reduce8x8(sums, acc);
-          if (n == 8) {
-            f8 o;
-            load8(o, out + p);
-            o += sums;
-            store8(out + p, o);
-          } else {
-            for (index_t q = 0; q < n; ++q) out[p + q] += sums[static_cast<int>(q)];
+        for (std::size_t h = 0; h < static_cast<std::size_t>(T); h += 32) {
+          f8 d0, d1, d2, d3;
+          load8(d0, dy + r * T + h);
+          load8(d1, dy + r * T + h + 8);
+          load8(d2, dy + r * T + h + 16);
+          load8(d3, dy + r * T + h + 24);
+          const index_t pe = row_ptr[r + 1];
+          for (index_t p = row_ptr[r]; p < pe; p += 8) {
+            // 8 entries at once; a short last group repeats its first entry and keeps only
+            // the real lanes.
+            const index_t n = min_of<index_t>(8, pe - p);
+            f8 acc[8], xv;
+            MSPARSE_UNROLL
+            for (int q = 0; q < 8; ++q) {
+              const index_t pq = static_cast<index_t>(q) < n ? p + static_cast<index_t>(q) : p;
+              const float* xq = x + static_cast<std::size_t>(col[pq]) * T + h;
+              load8(xv, xq);
+              acc[q] = d0 * xv;
+              load8(xv, xq + 8);
+              fma8(acc[q], d1, xv);
+              load8(xv, xq + 16);
+              fma8(acc[q], d2, xv);
+              load8(xv, xq + 24);
+              fma8(acc[q], d3, xv);
+            }
+            f8 sums;
+            reduce8x8(sums, acc);
+            if (n == 8) {
+              f8 o;
+              load8(o, out + p);
+              o += sums;
+              store8(out + p, o);
+            } else {
+              for (index_t q = 0; q < n; ++q) out[p + q] += sums[static_cast<int>(q)];
+            }
           }
         }
-      }
     }
   }
 };

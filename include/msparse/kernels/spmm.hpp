@@ -90,12 +90,28 @@ struct spmm_tiles {
       store8(prow, a0);      store8(prow + 8, a1);  store8(prow + 16, a2); store8(prow + 24, a3);
       store8(prow + 32, a4); store8(prow + 40, a5); store8(prow + 48, a6); store8(prow + 56, a7);
     }
+    // Transposed write: 8 rows x 8 tokens at a time through an in-register transpose.
+    const std::size_t nt8 = nt / 8 * 8, nr8 = nr / 8 * 8;
+    for (std::size_t t = 0; t < nt8; t += 8)
+      for (std::size_t g = 0; g < nr8; g += 8) {
+        f8 blk[8];
+        MSPARSE_UNROLL
+        for (int i = 0; i < 8; ++i) load8(blk[i], part + (g + i) * T + t);
+        transpose8x8(blk);
+        MSPARSE_UNROLL
+        for (int i = 0; i < 8; ++i) {
+          float* out = c + (t0 + t + i) * ldc + r0 + g;
+          if (accumulate) {
+            f8 o;
+            load8(o, out);
+            blk[i] += o;
+          }
+          store8(out, blk[i]);
+        }
+      }
     for (std::size_t t = 0; t < nt; ++t) {
       float* out = c + (t0 + t) * ldc + r0;
-      if (accumulate)
-        for (std::size_t g = 0; g < nr; ++g) out[g] += part[g * T + t];
-      else
-        for (std::size_t g = 0; g < nr; ++g) out[g] = part[g * T + t];
+      for (std::size_t g = t < nt8 ? nr8 : 0; g < nr; ++g) out[g] = accumulate ? out[g] + part[g * T + t] : part[g * T + t];
     }
   }
 };

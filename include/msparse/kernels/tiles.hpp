@@ -14,6 +14,7 @@
 
 #include "hcomm/core/macros.hpp"
 #include "msparse/kernels/launch.hpp"
+#include "msparse/kernels/simd.hpp"
 
 namespace msparse::kernels {
 
@@ -37,17 +38,24 @@ struct to_tiles {
     const std::size_t t0 = j * T;
     const std::size_t nt = min_of<std::size_t>(T, tokens - t0);
     float* d = dst + j * K * T;
-    // 8 tokens at a time: 8 source rows are read along k while 8 consecutive floats of
-    // each destination row are written.
+    // 8 tokens x 8 features at a time: 8 row loads, an in-register transpose, 8 stores.
+    const std::size_t k8 = k0 + (k1 - k0) / 8 * 8;
     for (std::size_t tb = 0; tb < static_cast<std::size_t>(T); tb += 8) {
-      for (std::size_t k = k0; k < k1; ++k) {
-        float v[8];
-        for (int u = 0; u < 8; ++u) {
-          const std::size_t t = tb + u;
-          v[u] = t < nt ? src[(t0 + t) * ld + k] : 0.0f;
+      if (tb + 8 <= nt) {
+        for (std::size_t k = k0; k < k8; k += 8) {
+          f8 blk[8];
+          MSPARSE_UNROLL
+          for (int u = 0; u < 8; ++u) load8(blk[u], src + (t0 + tb + u) * ld + k);
+          transpose8x8(blk);
+          MSPARSE_UNROLL
+          for (int u = 0; u < 8; ++u) store8(d + (k + u) * T + tb, blk[u]);
         }
-        for (int u = 0; u < 8; ++u) d[k * T + tb + u] = v[u];
       }
+      for (std::size_t k = (tb + 8 <= nt ? k8 : k0); k < k1; ++k)
+        for (std::size_t u = 0; u < 8; ++u) {
+          const std::size_t t = tb + u;
+          d[k * T + t] = t < nt ? src[(t0 + t) * ld + k] : 0.0f;
+        }
     }
   }
 };

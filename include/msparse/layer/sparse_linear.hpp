@@ -87,7 +87,10 @@ class sparse_linear {
   // Token tile of every kernel (kernels/tiles.hpp); each kernel sweeps at most 512 features
   // of a tile at a time (128 KB, in L2).
   static constexpr int tile = 64;
-  static constexpr int rows_per_item = 64;
+#ifndef MSPARSE_ROWS_PER_ITEM
+#define MSPARSE_ROWS_PER_ITEM 64
+#endif
+  static constexpr int rows_per_item = MSPARSE_ROWS_PER_ITEM;
 
   sparse_linear(std::size_t in_features, std::size_t out_features, bool has_bias = true, Exec ex = {})
       : in_(in_features), out_(out_features), has_bias_(has_bias), ex_(ex), bias_(has_bias ? out_features : 0, 0.0f) {
@@ -126,6 +129,7 @@ class sparse_linear {
   void forward(const float* x, std::size_t tokens, float* y) {
     if (tokens == 0) return;
     const float* xt = to_tiles(x, tokens, in_, xt_);
+    xt_tokens_ = tokens;
     kernels::spmm_tiles<rows_per_item> k{w_.row_panels(), w_.row_panel_count(), w_.col_idx(), w_.values().data(), xt,
                                          has_bias_ ? bias_.data() : nullptr, y, out_, in_, tokens, out_, false};
     kernels::launch(ex_, k.items(), k);
@@ -137,7 +141,8 @@ class sparse_linear {
     input_grad_from_tiles(to_tiles(dy, tokens, out_, dyt_), tokens, dx, accumulate);
   }
 
-  // dw_packed (nnz, the format's order) (+)= (dy^T x)[active].
+  // dw_packed (nnz, the format's order) (+)= (dy^T x)[active]. x == nullptr: the input of
+  // the most recent forward (its tiles are kept, which saves re-tiling x).
   void backward_weight(const float* dy, const float* x, std::size_t tokens, float* dw_packed, bool accumulate = false) {
     if (tokens == 0) {
       if (!accumulate) std::fill(dw_packed, dw_packed + w_.nnz(), 0.0f);
@@ -152,8 +157,8 @@ class sparse_linear {
     kernels::launch(ex_, (out_ + 63) / 64, k);
   }
 
-  // All three gradients (null pointers skip one); dY is transposed into tiles once for both
-  // sparse products.
+  // All three gradients (null output pointers skip one); dY is transposed into tiles once for
+  // both sparse products. x == nullptr: the input of the most recent forward.
   void backward(const float* dy, const float* x, std::size_t tokens, float* dx, float* dw_packed, float* db,
                 bool accumulate = false) {
     if (tokens == 0) {
@@ -197,7 +202,13 @@ class sparse_linear {
   }
 
   void weight_grad_from_tiles(const float* dyt, const float* x, std::size_t tokens, float* dw, bool accumulate) {
-    const float* xt = to_tiles(x, tokens, in_, xt_);
+    const float* xt = xt_.data();
+    if (x) {
+      xt = to_tiles(x, tokens, in_, xt_);
+      xt_tokens_ = tokens;
+    } else {
+      HCOMM_EXPECTS(xt_tokens_ == tokens, "msparse: x == nullptr needs a forward over the same token count first");
+    }
     kernels::sddmm_tiles k{w_.row_ptr(), w_.col_idx(), dyt, xt, dw, out_, in_, tokens,
                            grad_bounds_.data(), grad_bounds_.size() - 1, accumulate};
     kernels::launch(ex_, k.items(), k);
@@ -210,6 +221,7 @@ class sparse_linear {
   std::vector<float> bias_;
   std::vector<index_t> grad_bounds_;
   std::vector<float> xt_, dyt_, wt_vals_;
+  std::size_t xt_tokens_ = static_cast<std::size_t>(-1);  // tokens of the x held in xt_
 };
 
 }  // namespace msparse::layer

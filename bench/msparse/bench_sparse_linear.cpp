@@ -1,0 +1,167 @@
+// Sparse linear layer vs dense OpenBLAS sgemm, forward + backward, fp32.
+//
+//   msparse_bench_sparse_linear --benchmark_format=json > sparse_linear.json
+//
+// Shape of the target: W 3072 x 768 (768 -> 3072), 2048 tokens. One step is
+// forward (y = x W^T), input gradient (dx = dY W) and weight gradient; dense does three
+// sgemm, sparse does SpMM + SpMM on W^T + SDDMM at active positions. Both run with the same
+// thread count (executor threads = OpenBLAS threads). Each sparse case also times the dense
+// step right before its own loop and reports min-over-iterations times of both and their
+// ratio ("speedup"), so load from other processes hits both sides alike. Rates: "useful"
+// FLOP/s counts 2*nnz*tokens per product, "dense_equiv" FLOP/s counts the dense work.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "msparse/layer/sparse_linear.hpp"
+
+namespace {
+
+constexpr std::size_t kIn = 768, kOut = 3072, kTokens = 2048;
+
+extern "C" void openblas_set_num_threads(int);
+
+struct data {
+  std::vector<float> x, dy, w, y, dx, dw_dense;
+  data() : x(kTokens * kIn), dy(kTokens * kOut), w(kOut * kIn), y(kTokens * kOut), dx(kTokens * kIn), dw_dense(kOut * kIn) {
+    std::mt19937 g(42);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& v : x) v = u(g);
+    for (auto& v : dy) v = u(g);
+    for (auto& v : w) v = u(g);
+  }
+};
+data& shared() {
+  static data d;
+  return d;
+}
+
+std::vector<std::uint8_t> random_mask(double sparsity, std::uint32_t seed) {
+  std::vector<std::uint8_t> m(kOut * kIn);
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (auto& v : m) v = u(g) >= sparsity ? 1 : 0;
+  return m;
+}
+
+using clk = std::chrono::steady_clock;
+double seconds_since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
+
+void dense_step(data& d) {
+  const int N = kTokens, I = kIn, O = kOut;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, O, I, 1.0f, d.x.data(), I, d.w.data(), I, 0.0f, d.y.data(), O);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, I, O, 1.0f, d.dy.data(), O, d.w.data(), I, 0.0f, d.dx.data(), I);
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, N, 1.0f, d.dy.data(), O, d.x.data(), I, 0.0f, d.dw_dense.data(), I);
+}
+
+double min_dense_step(data& d, int reps) {
+  double best = 1e30;
+  for (int i = 0; i < reps; ++i) {
+    const auto t = clk::now();
+    dense_step(d);
+    best = std::min(best, seconds_since(t));
+  }
+  return best;
+}
+
+void set_threads(int t) { openblas_set_num_threads(t); }
+
+// args: sparsity in permille, threads
+void BM_sparse_step(benchmark::State& st) {
+  const double sparsity = st.range(0) / 1000.0;
+  const int threads = static_cast<int>(st.range(1));
+  set_threads(threads);
+  data& d = shared();
+  hcomm::exec::host ex;
+  ex.threads = threads;
+  msparse::layer::sparse_linear<> layer(kIn, kOut, /*bias*/ false, ex);
+  const auto mask = random_mask(sparsity, 7);
+  layer.set_weight(d.w.data(), mask.data());
+  std::vector<float> dw(layer.weight().nnz());
+  const double dense = min_dense_step(d, 3);
+  double best = 1e30;
+  for (auto _ : st) {
+    const auto t = clk::now();
+    layer.forward(d.x.data(), kTokens, d.y.data());
+    layer.backward(d.dy.data(), d.x.data(), kTokens, d.dx.data(), dw.data(), nullptr);
+    best = std::min(best, seconds_since(t));
+    benchmark::ClobberMemory();
+  }
+  const double nnz = static_cast<double>(layer.weight().nnz());
+  st.counters["density"] = layer.weight().density();
+  st.counters["useful_FLOPs"] = benchmark::Counter(3 * 2 * nnz * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["dense_equiv_FLOPs"] =
+      benchmark::Counter(3 * 2.0 * kIn * kOut * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["sparse_ms_min"] = best * 1e3;
+  st.counters["dense_ms_min"] = dense * 1e3;
+  st.counters["speedup"] = dense / best;
+  st.SetLabel(msparse::kernels::host_isa());
+}
+
+void BM_dense_step(benchmark::State& st) {
+  const int threads = static_cast<int>(st.range(0));
+  set_threads(threads);
+  data& d = shared();
+  double best = 1e30;
+  for (auto _ : st) {
+    const auto t = clk::now();
+    dense_step(d);
+    best = std::min(best, seconds_since(t));
+  }
+  st.counters["FLOPs"] = benchmark::Counter(3 * 2.0 * kIn * kOut * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["dense_ms_min"] = best * 1e3;
+}
+
+// The three sparse products on their own (args: sparsity permille, threads, which: 0 fwd,
+// 1 input grad, 2 weight grad), and the topology-update costs: conversion from dense+mask
+// (set_weight) and the dense weight gradient (sgemm).
+void BM_sparse_op(benchmark::State& st) {
+  const double sparsity = st.range(0) / 1000.0;
+  const int threads = static_cast<int>(st.range(1));
+  const int which = static_cast<int>(st.range(2));
+  set_threads(threads);
+  data& d = shared();
+  hcomm::exec::host ex;
+  ex.threads = threads;
+  msparse::layer::sparse_linear<> layer(kIn, kOut, false, ex);
+  const auto mask = random_mask(sparsity, 7);
+  layer.set_weight(d.w.data(), mask.data());
+  std::vector<float> dw(layer.weight().nnz());
+  double best = 1e30;
+  for (auto _ : st) {
+    const auto t = clk::now();
+    if (which == 0) layer.forward(d.x.data(), kTokens, d.y.data());
+    if (which == 1) layer.backward_input(d.dy.data(), kTokens, d.dx.data());
+    if (which == 2) layer.backward_weight(d.dy.data(), d.x.data(), kTokens, dw.data());
+    if (which == 3) layer.set_weight(d.w.data(), mask.data());
+    if (which == 4) layer.dense_weight_grad(d.dy.data(), d.x.data(), kTokens, d.dw_dense.data());
+    best = std::min(best, seconds_since(t));
+  }
+  const double nnz = static_cast<double>(layer.weight().nnz());
+  if (which <= 2) st.counters["useful_FLOPs"] = benchmark::Counter(2 * nnz * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["ms_min"] = best * 1e3;
+  static const char* names[] = {"forward", "input_grad", "weight_grad_sddmm", "convert_dense_to_sparse", "dense_weight_grad_sgemm"};
+  st.SetLabel(names[which]);
+}
+
+void sweep(benchmark::internal::Benchmark* b) {
+  for (int t : {1, 2})
+    for (int s : {500, 700, 750, 800, 850, 900, 950, 990}) b->Args({s, t});
+}
+
+}  // namespace
+
+BENCHMARK(BM_dense_step)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_sparse_step)->Apply(sweep)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_sparse_op)
+    ->ArgsProduct({{800, 900}, {1}, {0, 1, 2, 3, 4}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinTime(0.5);
+
+BENCHMARK_MAIN();
