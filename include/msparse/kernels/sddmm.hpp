@@ -41,7 +41,7 @@ struct sddmm_tiles {
   std::size_t n_blocks;
   bool accumulate;            // out += instead of out =
 
-  std::size_t items() const { return n_blocks; }
+  HCOMM_HOST_DEVICE std::size_t items() const { return n_blocks; }
 
   HCOMM_HOST_DEVICE void operator()(std::size_t blk) const {
     const std::size_t r_begin = row_bounds[blk], r_end = row_bounds[blk + 1];

@@ -21,7 +21,7 @@
 #define MSPARSE_F8_STRUCT 0
 #endif
 
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDACC__)
 #define MSPARSE_UNROLL _Pragma("unroll")
 #elif defined(__clang__)
 #define MSPARSE_UNROLL _Pragma("clang loop unroll(full)")

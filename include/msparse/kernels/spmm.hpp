@@ -49,8 +49,8 @@ struct spmm_tiles {
   std::size_t rows, K, tokens, ldc;
   bool accumulate;           // c += instead of c =
 
-  std::size_t row_blocks() const { return (rows + R - 1) / R; }
-  std::size_t items() const { return tile_count(tokens, T) * row_blocks(); }
+  HCOMM_HOST_DEVICE std::size_t row_blocks() const { return (rows + R - 1) / R; }
+  HCOMM_HOST_DEVICE std::size_t items() const { return tile_count(tokens, T) * row_blocks(); }
 
   HCOMM_HOST_DEVICE void operator()(std::size_t item) const {
     const std::size_t nb = row_blocks();

@@ -20,7 +20,7 @@ namespace msparse::kernels {
 
 inline constexpr std::size_t tile_k_block = 64;  // features per transpose work item
 
-inline std::size_t tile_count(std::size_t tokens, std::size_t T) { return (tokens + T - 1) / T; }
+HCOMM_HOST_DEVICE std::size_t tile_count(std::size_t tokens, std::size_t T) { return (tokens + T - 1) / T; }
 
 // One item = (tile, block of tile_k_block features): copies tokens x features into the tile.
 template <int T>
@@ -29,7 +29,7 @@ struct to_tiles {
   float* dst;        // n_tiles * K * T
   std::size_t tokens, K, ld;
 
-  std::size_t items() const { return tile_count(tokens, T) * ((K + tile_k_block - 1) / tile_k_block); }
+  HCOMM_HOST_DEVICE std::size_t items() const { return tile_count(tokens, T) * ((K + tile_k_block - 1) / tile_k_block); }
 
   HCOMM_HOST_DEVICE void operator()(std::size_t item) const {
     const std::size_t kb = (K + tile_k_block - 1) / tile_k_block;

@@ -1,0 +1,27 @@
+// Compile-only check that the sparse kernels' bodies build as CUDA device code, launched
+// through msparse::kernels::launch on hcomm's CUDA executor (one grid-stride thread per
+// work item); nothing is run. Build: nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_80 -c.
+#include <cstddef>
+
+#include "hcomm/exec/cuda.hpp"
+#include "msparse/kernels/launch.hpp"
+#include "msparse/kernels/sddmm.hpp"
+#include "msparse/kernels/spmm.hpp"
+#include "msparse/kernels/tiles.hpp"
+#include "msparse/layer/sparse_linear.hpp"  // layer::detail::bias_grad
+
+static_assert(hcomm::exec::cuda::is_device, "msparse: the CUDA executor must be a device executor");
+
+// Instantiates every kernel for the device; called by nobody.
+void msparse_cuda_compile_kernels(cudaStream_t s) {
+  using namespace msparse::kernels;
+  hcomm::exec::cuda ex{s};
+  to_tiles<64> t{nullptr, nullptr, 0, 0, 0};
+  launch(ex, t.items(), t);
+  spmm_tiles<64> f{nullptr, 1, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, 0, false};
+  launch(ex, f.items(), f);
+  sddmm_tiles g{nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, nullptr, 0, false};
+  launch(ex, g.items(), g);
+  msparse::layer::detail::bias_grad b{nullptr, nullptr, 0, 0, false};
+  launch(ex, 1, b);
+}
