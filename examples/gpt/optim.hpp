@@ -44,7 +44,7 @@ struct adamw {
     for (const auto& tensor : model.tensors()) {
       const float decay = model.specs()[tensor.global].decay ? 1.f - lr * c.weight_decay : 1.f;
       const std::int64_t o = tensor.offset, n = tensor.numel;
-#pragma omp parallel for
+#pragma omp parallel for if (n > k::par_min)
       for (std::int64_t i = o; i < o + n; ++i) {
         p[i] *= decay;
         m[i] = b1 * m[i] + (1.f - b1) * g[i];
