@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Collectives on a real bandwidth-limited network: for each rank count and link rate, runs
+# hcomm-collective across network namespaces joined through a bridge namespace with tc tbf on
+# every link (scripts/netns-mpirun.sh creates them and deletes everything on exit), comparing
+# MPI's own collectives (--baseline) with hcomm's allreduce under none, mpc and zfp rates,
+# plus point-to-point. Appends one JSON object per measurement (with "link" and "date" added)
+# to OUT, then prints a table (summarize.py).
+#
+#   sudo bench/comm/netns-bench.sh                          # defaults below (~10 min here)
+#   RANKS="2 4" RATES="1gbit 10gbit" SIZES=1M,16M,64M,256M CODECS=none,mpc,zfp:4,zfp:8,zfp:16 \
+#     sudo -E bench/comm/netns-bench.sh
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BIN=${BIN:-$ROOT/build-comm/tools/hcomm-collective/hcomm-collective}
+RANKS=${RANKS:-"2 4"}
+RATES=${RATES:-"1gbit 10gbit"}
+SIZES=${SIZES:-1M,16M,64M}
+CODECS=${CODECS:-none,mpc,zfp:4,zfp:8,zfp:16}
+OPS=${OPS:-allreduce,p2p}
+ITERS=${ITERS:-2}
+DATA=${DATA:-smooth}
+OUT=${OUT:-$HERE/results-$(date -u +%Y%m%d).jsonl}
+[ -x "$BIN" ] || { echo "netns-bench: build hcomm-collective first ($BIN)" >&2; exit 2; }
+stamp=$(date -u +%Y-%m-%dT%H:%MZ)
+for r in $RANKS; do
+  for rate in $RATES; do
+    echo "== $r ranks, $rate links" >&2
+    "$ROOT/scripts/netns-mpirun.sh" --ranks "$r" --rate "$rate" -- \
+      "$BIN" --op "$OPS" --codec "$CODECS" --baseline --bytes "$SIZES" --iters "$ITERS" --data "$DATA" |
+      grep '^{' | sed "s/}\$/,\"link\":\"$rate\",\"date\":\"$stamp\"}/" | tee -a "$OUT"
+  done
+done
+python3 "$HERE/summarize.py" "$OUT"
