@@ -4,6 +4,10 @@
 //   hcomm::grid g(dp, pp, tp);
 //   hcomm::bundle<hcomm::scheme::zhybrid<16, 8>> b(g);
 //   b.dp().allreduce(std::span<float>(grads));
+//
+// The codec kernels (codec/*_kernels.hpp) come through their codecs; the CUDA and Kokkos
+// executors through exec/exec.hpp when the build and the compiler can use them. The MPI
+// layers (topology, algorithm, comm) need HCOMM_HAS_MPI.
 #pragma once
 #include "hcomm/core/config.hpp"
 #include "hcomm/core/dtype.hpp"
@@ -14,6 +18,9 @@
 #include "hcomm/policy/axis.hpp"
 #include "hcomm/policy/compressor.hpp"
 #include "hcomm/codec/frame.hpp"
+#include "hcomm/codec/none.hpp"
+#include "hcomm/codec/mpc.hpp"
+#include "hcomm/codec/zfp.hpp"
 #include "hcomm/codec/registry.hpp"
 #include "hcomm/codec/codec.hpp"
 #if HCOMM_HAS_MPI
