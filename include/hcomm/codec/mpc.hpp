@@ -24,8 +24,9 @@
 //    worst-case slot of the workspace and records its size; an exclusive scan on the
 //    executor gives the offsets; pass 2 moves each chunk into place.
 //  - param 0 = automatic stride: a kernel runs steps 2-4 for every stride 1..32 on up to
-//    64 sampled groups and keeps the stride with the fewest surviving words (ties: the
-//    smaller stride). The chosen stride is stored in the payload header.
+//    64 sampled groups and keeps the stride with the fewest surviving words (a larger
+//    stride must save over 1/64 of the words to beat a smaller one, so noise keeps stride
+//    1, the fastest to decode). The chosen stride is stored in the payload header.
 //  - raw fallback: when the packed payload would not be smaller than the raw values, the
 //    payload is the header followed by the raw values, so it never exceeds raw + 16 bytes.
 //  - any size: the last chunk may be short and its last group partial (its missing values

@@ -317,18 +317,20 @@ struct sample_dims_kernel {
   }
 };
 
-// Picks the stride with the fewest surviving words over all samples (ties: the smaller one).
+// Picks the stride with the fewest surviving words over all samples. A larger stride must
+// save more than 1/64 of the words of the best smaller one to be taken: on noise (gradients),
+// where all strides are about equal, this keeps stride 1, whose decoder is the fastest.
 struct pick_dim_kernel {
   const std::uint64_t* counts;
   std::size_t samples;
   std::uint64_t* dim;
   HCOMM_HOST_DEVICE void operator()(std::size_t) const {
-    std::uint64_t best = ~std::uint64_t(0);
-    unsigned best_d = 1;
+    std::uint64_t best = 0;
+    unsigned best_d = 0;
     for (unsigned d = 0; d < max_dim; ++d) {
       std::uint64_t sum = 0;
       for (std::size_t s = 0; s < samples; ++s) sum += counts[s * max_dim + d];
-      if (sum < best) {
+      if (best_d == 0 || sum * 64 < best * 63) {
         best = sum;
         best_d = d + 1;
       }
