@@ -30,8 +30,10 @@
 
 namespace hcomm::algorithm {
 
-// A pending send or receive. wait() completes it (and decodes a receive); move-only; a
-// request still pending when destroyed is completed quietly (errors are then lost).
+// A pending send or receive. wait() completes it (and decodes a receive); move-only. A
+// request destroyed without wait() still completes its MPI transfers (so buffers and peers
+// are safe), but a receive is then not decoded (its buffer is undefined) and errors are lost.
+// A failed receive leaves the caller's buffer undefined too.
 class request {
  public:
   request() = default;
