@@ -12,8 +12,12 @@
 // word); a chunk holds L = 1024 / W groups. Inside a chunk the groups are laid out as a
 // W x L word matrix (row k = word k of every group), so that every step of the bit
 // transposition, the second delta and the bitmap construction is one loop over L
-// contiguous lanes that the compiler vectorises; only the zero-word packing is a scalar
-// loop, and it is branch-free.
+// contiguous lanes that the compiler vectorises. Zero-word elimination then goes row by
+// row: all-non-zero rows are copied whole, all-zero rows skipped, mixed rows packed by a
+// branch-free scalar loop.
+//
+// On a GPU one chunk is one thread here (12-24 KiB of local arrays): correct and
+// stream-ordered, but a fast GPU path wants a block per chunk sharing these helpers.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -51,8 +55,10 @@
 // x86-64 hosts: the chunk kernels are compiled twice, for the baseline instruction set and
 // for AVX2 (the same C++ body; only the width of the compiler's vectors differs, so the bytes
 // are identical), and pick at run time. Define HCOMM_MPC_NO_CLONES to build the baseline only.
+// (Also when the baseline already has AVX2, so that every translation unit sees the same
+// class definitions.)
 #if !defined(__CUDACC__) && !defined(HCOMM_MPC_NO_CLONES) && defined(__x86_64__) && \
-    (defined(__GNUC__) || defined(__clang__)) && !defined(__AVX2__)
+    (defined(__GNUC__) || defined(__clang__))
 #define HCOMM_MPC_CLONES 1
 #else
 #define HCOMM_MPC_CLONES 0
@@ -65,11 +71,11 @@ inline bool host_has_avx2() noexcept {
   static const bool has = __builtin_cpu_supports("avx2");
   return has;
 }
-#define HCOMM_MPC_DISPATCH(i)            \
+#define HCOMM_MPC_DISPATCH(i)                        \
   if (::hcomm::codec::mpc_detail::host_has_avx2()) { \
-    body_avx2(i);                        \
-    return;                              \
-  }                                      \
+    body_avx2(i);                                    \
+    return;                                          \
+  }                                                  \
   body(i)
 #define HCOMM_MPC_AVX2_VARIANT \
   __attribute__((target("avx2"))) void body_avx2(std::size_t i) const { body(i); }
