@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,8 @@ const char* usage =
     " optim:   --steps N --lr X --min-lr-frac F --warmup N --wd X --clip X --seed N\n"
     " eval:    --eval-every N --eval-batches N --val-frac F\n"
     " grid:    --dp N --pp N --tp N  (ranks = dp*pp*tp; rank = tp + TP*(dp + DP*pp))\n"
-    " comm:    --scheme none|naive:R|mzhybrid:R|zhybrid:R1,R2|plain (plain: uncompressed MPI, no hcomm)\n"
+    " comm:    --scheme none|naive:R|mzhybrid:R|zhybrid:R1,R2[+ef]|plain (plain: uncompressed MPI, no hcomm)\n"
+    "          --compress-min-bytes N (hcomm: smaller messages go uncompressed; default hcomm's, 1 MiB)\n"
     " data:    --data FILE (default data/kjv.txt)\n"
     " output:  --metrics FILE (JSON lines) --losses-out FILE --quiet --sample N --prompt TEXT\n"
     " check:   --expect-losses FILE [--expect-rtol X, 0 = bitwise]\n"
@@ -133,6 +135,9 @@ cli parse(int argc, char** argv) {
   gets("--resume", c.run.resume);
   geti("--save-every", c.run.save_every);
   geti("--stop-at", c.run.stop_at);
+  int min_bytes = -1;
+  geti("--compress-min-bytes", min_bytes);
+  c.run.compress_min_bytes = min_bytes;
   geti("--sample", c.run.sample);
   gets("--prompt", c.run.prompt);
   for (const auto& f : flags)
@@ -144,6 +149,15 @@ cli parse(int argc, char** argv) {
 template <class Grid, class Bundle>
 int run_with(const cli& c) {
   Grid grid(c.dp, c.pp, c.tp);
+#if GPT_HAVE_HCOMM
+  if constexpr (std::is_constructible_v<Bundle, const Grid&, const hcomm::comm_options&>) {
+    hcomm::comm_options opt;
+    if (c.run.compress_min_bytes >= 0) opt.threshold_bytes = static_cast<std::size_t>(c.run.compress_min_bytes);
+    Bundle comm(grid, opt);
+    gpt::trainer<Grid, Bundle> t(c.cfg, c.run, grid, comm);
+    return t.run();
+  }
+#endif
   Bundle comm(grid);
   gpt::trainer<Grid, Bundle> t(c.cfg, c.run, grid, comm);
   return t.run();
@@ -167,6 +181,9 @@ std::map<std::string, runner> schemes() {
   m["zhybrid:16,4"] = &run_with<hcomm::grid, hcomm::bundle<hs::zhybrid<16, 4>>>;
   m["zhybrid:16,8"] = &run_with<hcomm::grid, hcomm::bundle<hs::zhybrid<16, 8>>>;
   m["zhybrid:24,8"] = &run_with<hcomm::grid, hcomm::bundle<hs::zhybrid<24, 8>>>;
+  // with error feedback on the DP gradients (not in the paper; its residual is checkpointed)
+  m["mzhybrid:4+ef"] = &run_with<hcomm::grid, hcomm::bundle<hs::with_error_feedback<hs::mzhybrid<4>>>>;
+  m["zhybrid:16,4+ef"] = &run_with<hcomm::grid, hcomm::bundle<hs::with_error_feedback<hs::zhybrid<16, 4>>>>;
 #else
   m["none"] = &run_with<gpt::plain::grid, gpt::plain::bundle>;
 #endif
@@ -180,7 +197,7 @@ runner pick_scheme(const std::string& s) {
   const std::string name = s.substr(0, colon);
   std::string known;
   for (const auto& [k, v] : table) known += " " + k;
-  if (name != "none" && name != "naive" && name != "mzhybrid" && name != "zhybrid")
+  if (name != "none" && name != "naive" && name != "mzhybrid" && name != "zhybrid" && name != "plain")
     bad("--scheme '" + s + "' is not one of none, naive:R, mzhybrid:R, zhybrid:R1,R2");
   if (!GPT_HAVE_HCOMM)
     hcomm::fail(hcomm::errc::unsupported,

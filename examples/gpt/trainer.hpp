@@ -17,6 +17,9 @@
 
 #include <array>
 #include <chrono>
+#include <concepts>
+#include <type_traits>
+#include <utility>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -48,6 +51,7 @@ struct run_options {
   std::string expect_losses;  // compare with such a file at the end; non-zero exit on mismatch
   double expect_rtol = 1e-5;
   std::string save, resume;   // checkpoint prefixes
+  long long compress_min_bytes = -1;  // hcomm: messages below this go uncompressed (-1: hcomm's default)
   int save_every = 0;         // also save every k steps (0: only at the end / stop)
   int stop_at = -1;           // stop (and save) before this step, as if interrupted
   int sample = 64;            // bytes of text to sample at the end (0: none)
@@ -60,8 +64,18 @@ struct axis_bytes {
   double raw = 0, sent = 0;
 };
 
+// Communicators with error feedback (hcomm's ErrorFeedback policy) keep a residual that is
+// part of the training state: it goes into checkpoints.
+template <class C>
+concept has_residual = requires(C& c, std::span<const float> r) {
+  { c.template residual<float>() } -> std::convertible_to<std::span<const float>>;
+  c.template load_residual<float>(r);
+};
+
 template <class Grid, class Bundle>
 class trainer {
+  using dp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().dp())>;
+
  public:
   trainer(const config& c, const run_options& o, Grid& g, Bundle& b)
       : cfg_(c), opt_(o), grid_(g), comm_(b),
@@ -368,9 +382,25 @@ class trainer {
     m.step = step_; m.cursor = cursor_; m.rng = rng_state_;
     return m;
   }
+  // DP error-feedback residual (zeros when the scheme has none, or before the first step).
+  std::vector<float> residual() {
+    std::vector<float> r(model_.grads.size(), 0.f);
+    if constexpr (has_residual<dp_comm_t>) {
+      const auto cur = comm_.dp().template residual<float>();
+      if (!cur.empty()) {
+        if (cur.size() != r.size())
+          hcomm::fail(hcomm::errc::mismatch, "error-feedback residual has " + std::to_string(cur.size()) +
+                                                 " values, the gradients " + std::to_string(r.size()));
+        std::copy(cur.begin(), cur.end(), r.begin());
+      }
+    }
+    return r;
+  }
   void save() {
+    const std::vector<float> res = residual();
     save_checkpoint(opt_.save, meta(),
-                    {std::span<const float>(model_.params), std::span<const float>(adam_.m), std::span<const float>(adam_.v)});
+                    {std::span<const float>(model_.params), std::span<const float>(adam_.m), std::span<const float>(adam_.v),
+                     std::span<const float>(res)});
     MPI_Barrier(MPI_COMM_WORLD);
     if (world_rank_ == 0 && !opt_.quiet)
       std::printf("saved checkpoint %s.rank* at step %lld\n", opt_.save.c_str(), static_cast<long long>(step_));
@@ -379,9 +409,10 @@ class trainer {
     std::string err;
     checkpoint_meta got;
     // Verify into scratch first so a refused checkpoint leaves this rank untouched.
-    std::vector<float> p(model_.params.size()), m(p.size()), v(p.size());
+    std::vector<float> p(model_.params.size()), m(p.size()), v(p.size()), res(p.size());
     try {
-      got = load_checkpoint(opt_.resume, meta(), {std::span<float>(p), std::span<float>(m), std::span<float>(v)});
+      got = load_checkpoint(opt_.resume, meta(),
+                            {std::span<float>(p), std::span<float>(m), std::span<float>(v), std::span<float>(res)});
     } catch (const hcomm::error& e) {
       err = e.what();
     }
@@ -395,6 +426,7 @@ class trainer {
     model_.params = std::move(p);
     adam_.m = std::move(m);
     adam_.v = std::move(v);
+    if constexpr (has_residual<dp_comm_t>) comm_.dp().template load_residual<float>(std::span<const float>(res));
     step_ = got.step;
     cursor_ = got.cursor;
     rng_state_ = got.rng;
