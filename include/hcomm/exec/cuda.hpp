@@ -89,8 +89,11 @@ class cuda {
   static constexpr const char* name = "cuda";
   static constexpr unsigned block_size = 256;  // 256 x 255 registers still fits one SM
 
-  // nullptr: the legacy default stream. The executor does not own the stream.
-  explicit cuda(cudaStream_t stream = nullptr) noexcept : stream_(stream) {}
+  // Default: the legacy default stream. The executor does not own the stream. (Not one
+  // explicit constructor with a default argument: engine's `Exec ex = {}` needs an implicit
+  // default constructor.)
+  cuda() noexcept = default;
+  explicit cuda(cudaStream_t stream) noexcept : stream_(stream) {}
 
   // A copy shares the stream and the cached device facts, never the scan workspace (which
   // each object frees on destruction).

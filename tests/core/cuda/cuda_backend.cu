@@ -10,6 +10,8 @@
 
 static_assert(hcomm::exec::executor<hcomm::exec::cuda>);
 static_assert(hcomm::exec::cuda::is_device);
+// engine<exec::cuda> must be default-constructible the way users write it (Exec ex = {}).
+[[maybe_unused]] static void engine_default_constructs() { hcomm::codec::engine<hcomm::exec::cuda> eng; }
 
 namespace hcomm_test::cuda_side {
 
