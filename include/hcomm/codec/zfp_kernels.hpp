@@ -361,6 +361,29 @@ struct word_reader {
   }
 };
 
+// A block of at most 64 bits is assembled in one register and stored with a single put
+// (only called with pos < 64 when len > 0: the coder never writes once its budget is spent).
+struct block_writer_small {
+  u64 acc = 0;
+  unsigned pos = 0;
+  HCOMM_HOST_DEVICE void put(u64 v, unsigned len) {
+    acc |= v << pos;
+    pos += len;
+  }
+  HCOMM_HOST_DEVICE void skip(unsigned len) { pos += len; }
+};
+// ... and read from one register (bits past the block masked off).
+struct block_source_small {
+  u64 bits;
+  HCOMM_HOST_DEVICE u64 peek(unsigned q) const { return bits >> q; }
+};
+// Larger blocks are read from the stream directly.
+struct block_source_stream {
+  const word_reader* rd;
+  std::size_t p0;
+  HCOMM_HOST_DEVICE u64 peek(unsigned q) const { return rd->peek(p0 + q); }
+};
+
 // The 16 planes k, k-1, ..., k-15 of the four coefficients, nibble j = plane k-j.
 template <class U>
 HCOMM_HOST_DEVICE u64 plane_window(const U* u, int k) {
@@ -375,8 +398,8 @@ HCOMM_HOST_DEVICE u64 plane_window(const U* u, int k) {
 
 // Codes one block of 4 finite values as exactly maxbits bits. Bit-identical to libzfp 1.0's
 // encode_block in fixed-rate mode.
-template <class T>
-HCOMM_ZFP_INLINE void encode_block(const T* v, unsigned maxbits, word_writer& wr) {
+template <class T, class Writer>
+HCOMM_ZFP_INLINE void encode_block(const T* v, unsigned maxbits, Writer& wr) {
   using Tr = traits<T>;
   using U = typename Tr::U;
   using I = typename Tr::I;
@@ -444,15 +467,16 @@ HCOMM_ZFP_INLINE void encode_block(const T* v, unsigned maxbits, word_writer& wr
         wr.put(compact_n(W >> (4 * j), n) & low_mask(nb), nb);
         rem -= nb;
         j += L;
-      } else {  // plane kk makes new coefficients significant
-        const unsigned c = enc_lookup(n, static_cast<unsigned>(W >> (4 * j)) & 15u);
-        unsigned len = (c >> 8) & 15u;
-        len = len < rem ? len : rem;
-        wr.put(c & low_mask(len), len);
-        rem -= len;
-        n = c >> 12;
-        ++j;
+        if (j >= jmax || !rem) break;  // else plane k - j is m[n]: an event
       }
+      // plane k - j makes new coefficients significant
+      const unsigned c = enc_lookup(n, static_cast<unsigned>(W >> (4 * j)) & 15u);
+      unsigned len = (c >> 8) & 15u;
+      len = len < rem ? len : rem;
+      wr.put(c & low_mask(len), len);
+      rem -= len;
+      n = c >> 12;
+      ++j;
     }
     if (n == 4 && j < jmax && rem) {  // all significant: planes are 4 raw bits
       unsigned nb = 4u * static_cast<unsigned>(jmax - j);
@@ -465,16 +489,18 @@ HCOMM_ZFP_INLINE void encode_block(const T* v, unsigned maxbits, word_writer& wr
   wr.skip(rem);
 }
 
-// Decodes the block whose maxbits bits start at bit p of rd into v[4]. Mirrors libzfp 1.0's
-// decode_block (fixed rate, no rounding) for any bit pattern.
-template <class T>
-HCOMM_ZFP_INLINE void decode_block(const word_reader& rd, std::size_t p, unsigned maxbits, T* v) {
+// Decodes one block of maxbits bits, read through rd.peek(q) (64 bits from block bit q, only
+// called with q < maxbits), into v[4]. Mirrors libzfp 1.0's decode_block (fixed rate, no
+// rounding) for any bit pattern.
+template <class T, class Source>
+HCOMM_ZFP_INLINE void decode_block(const Source& rd, unsigned maxbits, T* v) {
   using Tr = traits<T>;
   using U = typename Tr::U;
   using I = typename Tr::I;
   constexpr int P = Tr::P;
   constexpr int NW = P / 16;  // nibble words: nibble j of the plane stream = plane P-1-j
-  const u64 head = rd.peek(p);
+  unsigned p = 0;  // bit position in the block
+  const u64 head = rd.peek(0);
   if (!(head & 1u)) {
     v[0] = v[1] = v[2] = v[3] = T(0);
     return;
@@ -499,14 +525,23 @@ HCOMM_ZFP_INLINE void decode_block(const word_reader& rd, std::size_t p, unsigne
     rem -= z;
     j = z;
   }
+  // Per-n constants of quiet runs (n changes at most 4 times per block): field width n+1,
+  // positions of the group-test bits, and 2^16/(n+1) rounded up (exact division of x < 2^10).
+  unsigned w = 1, recip = 0;
+  u64 gt = 0;
   while (rem && j < planes && n < 4) {
-    const u64 pk = rd.peek(p);
+    u64 pk = rd.peek(p);
     if (n > 0) {  // a run of quiet planes: fields of n verbatim bits and a 0 group test
-      const unsigned w = n + 1;
-      const u64 t = pk & group_test_bits(n);
-      unsigned L = t ? static_cast<unsigned>(ctz64(t)) / w : 64 / w;
+      if (w != n + 1) {
+        w = n + 1;
+        gt = group_test_bits(n);
+        recip = n == 1 ? 32768u : n == 2 ? 21846u : 16384u;
+      }
+      const u64 t = pk & gt;
+      unsigned L = t ? (static_cast<unsigned>(ctz64(t)) * recip) >> 16 : 16u;
       L = L < 16 ? L : 16;
-      L = L < rem / w ? L : rem / w;
+      const unsigned lrem = (rem * recip) >> 16;
+      L = L < lrem ? L : lrem;
       L = L < planes - j ? L : planes - j;
       if (L) {
         const u64 x = expand_n(pk & low_mask(L * w), n);
@@ -516,7 +551,8 @@ HCOMM_ZFP_INLINE void decode_block(const word_reader& rd, std::size_t p, unsigne
         p += L * w;
         rem -= L * w;
         j += L;
-        continue;
+        if (!rem || j >= planes) break;
+        pk = rd.peek(p);  // the next plane is an event (or the budget ends inside it)
       }
     }
     const unsigned c = dec_lookup(n, static_cast<unsigned>(pk) & 127u);
@@ -642,7 +678,13 @@ struct encode_group_kernel {
       if (m == 1) v[1] = v[0];
       if (m <= 2) v[2] = v[1];
       if (m <= 3) v[3] = v[0];
-      encode_block<T>(v, maxbits, wr);
+      if (maxbits <= 64) {
+        block_writer_small bw;
+        encode_block<T>(v, maxbits, bw);
+        wr.put(bw.acc, maxbits);
+      } else {
+        encode_block<T>(v, maxbits, wr);
+      }
     }
     wr.flush();
     counts[g] = nonfinite;
@@ -665,13 +707,15 @@ struct decode_group_kernel {
     std::size_t p = g * group_blocks * maxbits;
     for (std::size_t b = 0; b < nblk; ++b, p += maxbits) {
       T* o = out + first + 4 * b;
-      if (nvals - 4 * b >= 4) {
-        decode_block<T>(rd, p, maxbits, o);
+      T v[4];
+      T* dst = nvals - 4 * b >= 4 ? o : v;
+      if (maxbits <= 64) {
+        decode_block<T>(block_source_small{rd.peek(p) & low_mask(maxbits)}, maxbits, dst);
       } else {
-        T v[4];
-        decode_block<T>(rd, p, maxbits, v);
-        for (std::size_t j = 0; j < nvals - 4 * b; ++j) o[j] = v[j];
+        decode_block<T>(block_source_stream{&rd, p}, maxbits, dst);
       }
+      if (dst == v)
+        for (std::size_t j = 0; j < nvals - 4 * b; ++j) o[j] = v[j];
     }
   }
 };
