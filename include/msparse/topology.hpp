@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <exception>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -428,5 +429,39 @@ class sparse_topology {
   std::int64_t step_ = 0;
   hcomm::exec::host ex_{};
 };
+
+// What a trainer's --sparsity dense|static|set|rigl|mst and its schedule options become.
+struct sparsity_options {
+  std::string method = "dense";   // dense | static | set | rigl | mst
+  std::int64_t total_steps = 0;
+  double sparsity = 0.9;          // static / set / rigl: the constant overall sparsity
+  mst_options mst{};              // mst: the phase schedule (total_steps, dT, zeta copied in)
+  unsigned mixed_ratio = 3;       // mst: r in r/(r+1) grown by gradient
+  std::int64_t update_interval = 100;
+  double zeta = 0.3;
+  std::int64_t update_end = -1;   // set / rigl: stop updates here (-1: never stop early)
+  distribution_kind distribution = distribution_kind::erk;
+  std::uint64_t seed = 0;         // the same on every rank
+};
+
+// The schedule and growth rule for a method, and the topology over `layers` (not yet
+// initialised: call init with the weights).
+inline sparse_topology make_topology(const sparsity_options& o, std::vector<layer_shape> layers, tp_sharding tp = {}) {
+  growth_rule rule = growth_rule_from_name(o.method);
+  schedule s;
+  if (rule.id == growth_id::dense) {
+    s = schedule::dense(o.total_steps);
+  } else if (rule.id == growth_id::mixed) {
+    rule = mixed_rule(o.mixed_ratio);
+    mst_options m = o.mst;
+    m.total_steps = o.total_steps;
+    m.update_interval = o.update_interval;
+    m.zeta = o.zeta;
+    s = schedule::mst(m);
+  } else {
+    s = schedule::constant(o.sparsity, o.total_steps, rule.evolves ? o.update_interval : 0, o.zeta, o.update_end);
+  }
+  return sparse_topology(std::move(layers), std::move(s), rule, o.distribution, o.seed, std::move(tp));
+}
 
 }  // namespace msparse

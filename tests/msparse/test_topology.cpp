@@ -431,3 +431,36 @@ TEST_CASE("pack/unpack active values round trip (sparsity-aware DP all-reduce)",
   CHECK(unpack_active(m, packed.data(), back.data()) == 21000);
   for (std::size_t i = 0; i < m.size(); ++i) REQUIRE(back[i] == (m[i] ? dense[i] : 0.f));
 }
+
+TEST_CASE("make_topology maps --sparsity methods to rule and schedule", "[topology]") {
+  const auto layers = small_model();
+  sparsity_options o;
+  o.total_steps = 1000;
+  o.update_interval = 50;
+  o.sparsity = 0.8;
+  o.seed = 4;
+  o.method = "dense";
+  auto d = make_topology(o, layers);
+  CHECK(d.rule() == rule_of<Dense>());
+  CHECK(d.target_sparsity(500) == 0.0);
+  o.method = "static";
+  auto st = make_topology(o, layers);
+  CHECK(st.rule() == rule_of<Static>());
+  CHECK_FALSE(st.is_update_step(50));
+  CHECK(st.target_sparsity(0) == 0.8);
+  o.method = "set";
+  CHECK(make_topology(o, layers).is_update_step(50));
+  CHECK_FALSE(make_topology(o, layers).needs_dense_gradient(50));
+  o.method = "rigl";
+  CHECK(make_topology(o, layers).needs_dense_gradient(50));
+  o.method = "mst";
+  o.mixed_ratio = 5;
+  auto m = make_topology(o, layers);
+  CHECK(m.rule() == mixed_rule(5));
+  CHECK(m.sched().config().update_interval == 50);
+  CHECK(m.sched().phase(0) == phase_id::warmup);
+  CHECK(m.sched().target_sparsity(0) == 0.0);
+  CHECK(m.sched().target_sparsity(999) == Approx(o.mst.final_sparsity));
+  o.method = "bogus";
+  CHECK_THROWS_AS(make_topology(o, layers), hcomm::error);
+}
