@@ -25,6 +25,7 @@
 namespace {
 
 constexpr std::size_t kIn = 768, kOut = 3072, kTokens = 2048;
+using msparse::format::index_t;
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -133,6 +134,21 @@ void BM_dense_step(benchmark::State& st) {
   st.counters["dense_cpu_ms_min"] = m.cpu * 1e3;
 }
 
+// A straightforward CSR forward for reference (sorted columns, one dot product per token
+// and output row, x read in place), compiled with the build's flags: what the field notes'
+// "straightforward CSR SpMM" numbers describe.
+void naive_csr_forward(const std::vector<index_t>& rp, const std::vector<index_t>& ci, const std::vector<float>& v,
+                       const float* x, float* y) {
+  for (std::size_t t = 0; t < kTokens; ++t) {
+    const float* xr = x + t * kIn;
+    for (std::size_t r = 0; r < kOut; ++r) {
+      float acc = 0.0f;
+      for (index_t p = rp[r]; p < rp[r + 1]; ++p) acc += v[p] * xr[ci[p]];
+      y[t * kOut + r] = acc;
+    }
+  }
+}
+
 // The three sparse products on their own (args: sparsity permille, threads, which: 0 fwd,
 // 1 input grad, 2 weight grad), and the topology-update costs: conversion from dense+mask
 // (set_weight) and the dense weight gradient (sgemm).
@@ -148,6 +164,16 @@ void BM_sparse_op(benchmark::State& st) {
   const auto mask = random_mask(sparsity, 7);
   layer.set_weight(d.w.data(), mask.data());
   std::vector<float> dw(layer.weight().nnz());
+  std::vector<index_t> rp(kOut + 1, 0), ci;
+  std::vector<float> cv;
+  for (std::size_t r = 0; r < kOut; ++r) {
+    for (std::size_t k = 0; k < kIn; ++k)
+      if (mask[r * kIn + k]) {
+        ci.push_back(static_cast<index_t>(k));
+        cv.push_back(d.w[r * kIn + k]);
+      }
+    rp[r + 1] = static_cast<index_t>(ci.size());
+  }
   min_times m;
   for (auto _ : st) m.measure([&] {
     if (which == 0) layer.forward(d.x.data(), kTokens, d.y.data());
@@ -155,12 +181,22 @@ void BM_sparse_op(benchmark::State& st) {
     if (which == 2) layer.backward_weight(d.dy.data(), d.x.data(), kTokens, dw.data());
     if (which == 3) layer.set_weight(d.w.data(), mask.data());
     if (which == 4) layer.dense_weight_grad(d.dy.data(), d.x.data(), kTokens, d.dw_dense.data());
+    if (which == 5) naive_csr_forward(rp, ci, cv, d.x.data(), d.y.data());
+    if (which == 6)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, kTokens, kOut, kIn, 1.0f, d.x.data(), kIn, d.w.data(), kIn,
+                  0.0f, d.y.data(), kOut);
   });
   const double nnz = static_cast<double>(layer.weight().nnz());
-  if (which <= 2) st.counters["useful_FLOPs"] = benchmark::Counter(2 * nnz * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+  if (which <= 2 || which == 5) st.counters["useful_FLOPs"] = benchmark::Counter(2 * nnz * kTokens, benchmark::Counter::kIsIterationInvariantRate);
   st.counters["ms_min"] = m.wall * 1e3;
   st.counters["cpu_ms_min"] = m.cpu * 1e3;
-  static const char* names[] = {"forward", "input_grad", "weight_grad_sddmm", "convert_dense_to_sparse", "dense_weight_grad_sgemm"};
+  static const char* names[] = {"forward",
+                                "input_grad",
+                                "weight_grad_sddmm",
+                                "convert_dense_to_sparse",
+                                "dense_weight_grad_sgemm",
+                                "naive_csr_forward",
+                                "dense_forward_sgemm"};
   st.SetLabel(names[which]);
 }
 
@@ -174,7 +210,7 @@ void sweep(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_dense_step)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_sparse_step)->Apply(sweep)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_sparse_op)
-    ->ArgsProduct({{800, 900}, {1}, {0, 1, 2, 3, 4}})
+    ->ArgsProduct({{800, 900}, {1}, {0, 1, 2, 3, 4, 5, 6}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(0.5);

@@ -87,10 +87,21 @@ class sparse_linear {
   // Token tile of every kernel (kernels/tiles.hpp); each kernel sweeps at most 512 features
   // of a tile at a time (128 KB, in L2).
   static constexpr int tile = 64;
+  // Rows of W per forward work item, rows of W^T per input-gradient item, and about how
+  // many rows of W one SDDMM block owns. Compile-time knobs (-D...) for tuning on other
+  // CPUs; on the 2-core Zen 3 VM 64/64/256 measured best or within noise of the others.
 #ifndef MSPARSE_ROWS_PER_ITEM
 #define MSPARSE_ROWS_PER_ITEM 64
 #endif
   static constexpr int rows_per_item = MSPARSE_ROWS_PER_ITEM;
+#ifndef MSPARSE_BWD_ROWS_PER_ITEM
+#define MSPARSE_BWD_ROWS_PER_ITEM 64
+#endif
+#ifndef MSPARSE_GRAD_ROWS_PER_BLOCK
+#define MSPARSE_GRAD_ROWS_PER_BLOCK 256
+#endif
+  static constexpr int bwd_rows_per_item = MSPARSE_BWD_ROWS_PER_ITEM;
+  static constexpr std::size_t grad_rows_per_block = MSPARSE_GRAD_ROWS_PER_BLOCK;
 
   sparse_linear(std::size_t in_features, std::size_t out_features, bool has_bias = true, Exec ex = {})
       : in_(in_features), out_(out_features), has_bias_(has_bias), ex_(ex), bias_(has_bias ? out_features : 0, 0.0f) {
@@ -111,8 +122,8 @@ class sparse_linear {
     // SDDMM items are row blocks (each owns its gradients): a few per thread, balanced by
     // active weights so a skewed pattern does not leave one thread with most of the work.
     // About 256 rows per block keeps a block's indices and gradients in L2 next to the tile.
-    grad_bounds_ = balanced_row_bounds(w_.row_ptr(), out_,
-                                       std::max<std::size_t>(1, std::min<std::size_t>(out_, std::max(4 * th, out_ / 256))), 8);
+    grad_bounds_ = balanced_row_bounds(
+        w_.row_ptr(), out_, std::max<std::size_t>(1, std::min<std::size_t>(out_, std::max(4 * th, out_ / grad_rows_per_block))), 8);
   }
   // Dense weight (out x in): active values, zeros elsewhere.
   void get_weight(float* dense_w) const { w_.to_dense(dense_w); }
@@ -196,7 +207,7 @@ class sparse_linear {
   void input_grad_from_tiles(const float* dyt, std::size_t tokens, float* dx, bool accumulate) {
     if (wt_vals_.size() < w_.nnz()) wt_vals_.resize(w_.nnz());
     w_.transposed_values(wt_vals_.data());
-    kernels::spmm_tiles<rows_per_item> k{w_.col_panels(), w_.col_panel_count(), w_.row_idx(), wt_vals_.data(), dyt, nullptr, dx, in_, out_,
+    kernels::spmm_tiles<bwd_rows_per_item> k{w_.col_panels(), w_.col_panel_count(), w_.row_idx(), wt_vals_.data(), dyt, nullptr, dx, in_, out_,
                                          tokens, in_, accumulate};
     kernels::launch(ex_, k.items(), k);
   }
