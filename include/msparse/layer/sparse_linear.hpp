@@ -11,11 +11,14 @@
 //                                                       // on topology-update steps (growth)
 //
 // Shapes: x (tokens x in), y and dy (tokens x out), row-major; W is out x in (PyTorch's
-// nn.Linear layout), packed gradients follow W's CSR order (format/csr.hpp).
+// nn.Linear layout), packed weights and gradients follow the format's entry order
+// (format/csr.hpp: row by row, scrambled inside a row; the same for every replica).
 // Cost model: conversion (set_weight) is O(out*in) once per topology update; every step
 // then costs 2*nnz*tokens FLOPs per product plus O(tokens*(in+out)) for the tile
-// transposes (x once per call that reads it, dY once per backward). Workspace grows to the largest token count seen and is reused, so a layer
-// object must not run two calls at once.
+// transposes (x once per forward, dY once per backward; backward(dy, nullptr, ...) reuses
+// the forward's x tiles). Workspace grows to the largest token count seen and is reused,
+// so a layer object must not run two calls at once. Measured speed: bench/msparse/
+// RESULTS-sparse-linear.md.
 #pragma once
 #include <algorithm>
 #include <cstddef>
