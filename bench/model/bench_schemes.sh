@@ -20,13 +20,14 @@ NET=${NET:-}
 OUT=${OUT:-bench/model/out}
 [ -x "$EXE" ] || { echo "bench_schemes: no $EXE (build the train_gpt target or set TRAIN_GPT)" >&2; exit 2; }
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
 
 files=()
 for s in $SCHEMES; do
   name=${s//[:,+]/_}
   args=(--model "$MODEL" $EXTRA --dp 2 --pp 2 --tp 2 --steps "$STEPS" --eval-every "$STEPS" --scheme "$s"
-        --compress-min-bytes 0 --data "$PWD/data/kjv.txt" --metrics "$PWD/$OUT/$name.jsonl" --quiet --sample 0)
+        --compress-min-bytes 0 --data "$PWD/data/kjv.txt" --metrics "$OUT/$name.jsonl" --quiet --sample 0)
   rm -f "$OUT/$name.jsonl"
   if [ -n "$NET" ]; then
     scripts/netns-mpirun.sh --ranks 8 --rate "$NET" -- "$PWD/$EXE" "${args[@]}" >&2

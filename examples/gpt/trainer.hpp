@@ -8,8 +8,8 @@
 //
 // Per step: every DP rank takes its B/DP sequences of the global batch, split into micro-
 // batches that run through the pipeline stages with a 1F1B schedule (TP collectives inside
-// the layers), then the tied embedding gradient is summed between the first and last stage,
-// gradients are summed over DP in one allreduce of the stage's single gradient allocation,
+// the layers), then gradients are summed over DP in one allreduce of the stage's single
+// gradient allocation, the tied embedding gradient is summed between first and last stage,
 // the global norm is clipped, and AdamW steps. Scalars (loss, norm) use plain MPI on the
 // world communicator: they are not the traffic the schemes compress.
 #pragma once
@@ -22,6 +22,7 @@
 #include <utility>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <map>
@@ -158,7 +159,8 @@ class trainer {
     if (!opt_.save.empty()) save();
     if (root && !opt_.quiet && total_s > 0) summary(total_tokens / total_s);
     if (step_ == cfg_.steps && opt_.sample > 0) sample_text();
-    return finish_losses();
+    const int tied_rc = check_tied_copies();
+    return std::max(tied_rc, finish_losses());
   }
 
  private:
@@ -173,8 +175,9 @@ class trainer {
       }
     model_.zero_grads();
     const double local_loss = pipeline_1f1b();
-    sync_tied_embedding();
     comm_.dp().allreduce(std::span<float>(model_.grads));
+    // after DP: both copies then add the same two (possibly lossily reduced) terms
+    sync_tied_embedding();
     // loss: sum of token losses from the last stage's tp-rank-0 of every DP replica
     double loss = (model_.is_last() && grid_.tp_rank() == 0) ? local_loss : 0.0;
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -260,6 +263,31 @@ class trainer {
       comm_.pp().send(std::span<const float>(mine), peer, tag + 1);
     }
     for (std::size_t i = 0; i < mine.size(); ++i) mine[i] += tied_buf_[i];
+  }
+
+  // The first and last stage's copies of the tied embedding must still be bitwise equal
+  // (checked with plain MPI: the check must not go through a lossy codec). Returns 1 if not.
+  int check_tied_copies() {
+    if (cfg_.arch != arch_kind::gpt2 || grid_.pp_size() == 1) return 0;
+    int bad = 0;
+    if (model_.is_first() || model_.is_last()) {
+      const local_tensor* t = nullptr;
+      for (const auto& x : model_.tensors())
+        if (x.global == 0) t = &x;
+      const float* mine = model_.params.data() + t->offset;
+      const int n = static_cast<int>(t->numel);
+      const int peer = grid_.world_rank_of(grid_.dp_rank(), model_.is_first() ? grid_.pp_size() - 1 : 0, grid_.tp_rank());
+      if (model_.is_first()) {
+        MPI_Send(mine, n, MPI_FLOAT, peer, 30002, MPI_COMM_WORLD);
+      } else {
+        tied_buf_.resize(static_cast<std::size_t>(n));
+        MPI_Recv(tied_buf_.data(), n, MPI_FLOAT, peer, 30002, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        bad = std::memcmp(mine, tied_buf_.data(), sizeof(float) * static_cast<std::size_t>(n)) != 0;
+        if (bad) std::fprintf(stderr, "train_gpt (rank %d): the tied embedding copies of the first and last stage differ\n", world_rank_);
+      }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return bad;
   }
 
   // ---- evaluation and sampling ------------------------------------------------------------
