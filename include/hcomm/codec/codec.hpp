@@ -84,8 +84,22 @@ decltype(auto) visit(codec_id id, dtype type, F&& f) {
   fail(errc::invalid_argument, "unknown dtype");
 }
 
+namespace detail {
+template <template <class> class... Codecs>
+constexpr bool in_list(codec_id id, codec_list<Codecs...>) {
+  return ((Codecs<float>::id == id) || ...);
+}
+}  // namespace detail
+
+// Whether this build can encode/decode codec `id` (a frame may name a codec we lack).
+constexpr bool is_registered(codec_id id) { return detail::in_list(id, registered_codecs{}); }
+
+// Largest element count whose byte size fits in size_t (so no size computation wraps).
+constexpr std::size_t max_count(dtype t) { return SIZE_MAX / 16 / size_of(t); }
+
 inline void validate(const config& c) {
   if (!is_valid(c.type)) fail(errc::invalid_argument, "unknown dtype");
+  if (!is_registered(c.codec)) fail(errc::unsupported, "codec " + codec_name(c.codec) + " is not in this build");
   const bool ok = visit(c.codec, c.type, [&](auto codec) { return decltype(codec)::valid_param(c.param); });
   if (!ok) {
     const char* what = c.codec == codec_id::mpc   ? "mpc takes a dimension 0 (auto) or 1..32"
@@ -146,6 +160,7 @@ class engine {
   void compress_async(const config& c, const void* in, std::size_t n, void* out, std::size_t out_capacity,
                       std::uint64_t* frame_bytes_out) {
     validate(c);
+    if (n > max_count(c.type)) fail(errc::invalid_argument, std::to_string(n) + " values is more than any buffer holds");
     const std::size_t need = max_frame_bytes(c, n);
     if (out_capacity < need)
       fail(errc::invalid_argument, "output holds " + std::to_string(out_capacity) + " bytes, " + to_string(c) +
@@ -193,6 +208,8 @@ class engine {
       fail(errc::corrupt_frame, "frame is " + std::to_string(frame_bytes) + " bytes, header says " +
                                     std::to_string(f.frame_bytes()));
     const config c{f.codec, f.type, f.param, f.has_checksum()};
+    if (!is_registered(c.codec)) fail(errc::unsupported, "frame uses codec " + codec_name(c.codec) + ", not in this build");
+    if (f.count > max_count(f.type)) fail(errc::corrupt_frame, "element count " + std::to_string(f.count) + " is impossible");
     try {
       validate(c);
     } catch (const error& e) {

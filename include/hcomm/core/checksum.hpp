@@ -69,12 +69,12 @@ HCOMM_HOST_DEVICE std::uint64_t hash64(const void* data, std::size_t len, std::u
     h = seed + p5;
   }
   h += static_cast<std::uint64_t>(len);
-  while (p + 8 <= end) {
+  while (end - p >= 8) {  // (not p + 8 <= end: no pointer past the end)
     h ^= round(0, load64(p));
     h = rotl(h, 27) * p1 + p4;
     p += 8;
   }
-  if (p + 4 <= end) {
+  if (end - p >= 4) {
     h ^= static_cast<std::uint64_t>(load32(p)) * p1;
     h = rotl(h, 23) * p2 + p3;
     p += 4;
