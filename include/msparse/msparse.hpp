@@ -23,6 +23,15 @@
 #if __has_include("msparse/format/csr.hpp")
 #include "msparse/format/csr.hpp"
 #endif
+#if __has_include("msparse/kernels/simd.hpp")
+#include "msparse/kernels/simd.hpp"
+#endif
+#if __has_include("msparse/kernels/tiles.hpp")
+#include "msparse/kernels/tiles.hpp"
+#endif
+#if __has_include("msparse/kernels/launch.hpp")
+#include "msparse/kernels/launch.hpp"
+#endif
 #if __has_include("msparse/kernels/spmm.hpp")
 #include "msparse/kernels/spmm.hpp"
 #endif

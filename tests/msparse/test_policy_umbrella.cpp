@@ -22,4 +22,8 @@ TEST_CASE("msparse.hpp exposes policies, schedule, topology, attention and flops
   msparse::flop_counter fc(g, 1);
   const msparse::attention::hybrid h({msparse::attention::pattern::local, 8}, 32, 8);
   CHECK(fc.step(topo, 0, h.work_fraction(topo.sched(), 0)).reduction() > 1.0);
+#if __has_include("msparse/layer/sparse_linear.hpp")
+  // The sparse linear layer (developed alongside) comes with the umbrella too.
+  CHECK(sizeof(msparse::layer::sparse_linear<>) > 0);
+#endif
 }
