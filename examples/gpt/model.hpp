@@ -180,6 +180,21 @@ struct local_tensor {
   bool counts_in_norm = true;  // false for TP-replicated tensors on tp_rank > 0 and for tied copies
 };
 
+// Optional replacement of a block's four linear layers and its attention (sparse training:
+// examples/gpt/sparsity.hpp). Each call returns false to let the model run its dense kernel.
+// which: 0 qkv, 1 attention out, 2 mlp fc, 3 mlp out. Linear calls leave biases to the model.
+struct block_ops {
+  virtual ~block_ops() = default;
+  virtual bool linear_forward(int layer, int which, float* out, const float* x, std::int64_t N) = 0;
+  // dx (= or += when accumulate_dx) dout W; the weight gradient is the hook's business.
+  virtual bool linear_backward(int layer, int which, float* dx, const float* dout, const float* x, std::int64_t N,
+                               bool accumulate_dx) = 0;
+  // att: the model's [S, nh, T, T] probability buffer of this layer (scratch for the hook).
+  virtual bool attention_forward(float* out, float* att, const float* qkv, int S, int T, int nh, int hd) = 0;
+  virtual bool attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, const float* out,
+                                  int S, int T, int nh, int hd) = 0;
+};
+
 class stage_model {
  public:
   struct layer_p {  // parameter (or gradient) pointers of one block, local shards
@@ -293,6 +308,7 @@ class stage_model {
       extract_shard(specs_[t.global], global[t.global].data(), place_.tp, place_.tp_rank, params.data() + t.offset);
   }
   void zero_grads() { std::fill(grads.begin(), grads.end(), 0.f); }
+  void set_block_ops(block_ops* ops) { ops_ = ops; }
 
   // Sum of squared gradients this rank contributes to the global norm: TP-replicated tensors
   // only from tp rank 0 and the tied copy never, so summing over TP and PP counts each once.
@@ -454,17 +470,37 @@ class stage_model {
     }
   }
 
+  // The block's linear layers: through the hook when it takes them (sparse weights), else
+  // sgemm. Same bias arithmetic either way, so without a hook nothing changes.
+  void lin_forward(int l, int which, float* out, const float* x, const float* W, const float* b, std::int64_t N,
+                   std::int64_t K, std::int64_t O) {
+    if (ops_ && ops_->linear_forward(l, which, out, x, N)) {
+      if (b) k::add_bias_rows(out, b, N, O);
+      return;
+    }
+    k::matmul_forward(out, x, W, b, N, K, O);
+  }
+  void lin_backward(int l, int which, float* dx, float* dW, float* db, const float* dout, const float* x, const float* W,
+                    std::int64_t N, std::int64_t K, std::int64_t O) {
+    if (ops_ && ops_->linear_backward(l, which, dx, dout, x, N, false)) {
+      if (db) k::column_sums_add(db, dout, N, O);
+      return;
+    }
+    k::matmul_backward(dx, dW, db, dout, x, W, N, K, O, false);
+  }
+
   template <class Tp>
   void layer_forward(int l, const layer_a& a, const float* x, Tp& tp) {
     const layer_p p = layer_params(l, params.data());
     const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
     // attention branch: ln1 -> qkv (column-parallel) -> rotary -> attention -> proj (row-parallel)
     k::layernorm_forward(a.ln1, a.mean1, a.rstd1, x, p.ln1_w, p.ln1_b, N, C);      // [N,C]
-    k::matmul_forward(a.qkv, a.ln1, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                // [N,3C/tp]
+    lin_forward(l, 0, a.qkv, a.ln1, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                // [N,3C/tp]
     k::rotary_apply(a.qkv, cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, false);
-    k::attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_);                  // [N,C/tp]
+    if (!ops_ || !ops_->attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_))
+      k::attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_);                  // [N,C/tp]
     float* attn_out = a.out;  // borrow the output buffer for the attention branch [N,C]
-    k::matmul_forward(attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);               // partial [N,C]
+    lin_forward(l, 1, attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);               // partial [N,C]
     tp.allreduce(std::span<float>(attn_out, static_cast<std::size_t>(N * C)));
     k::add_bias_rows(attn_out, p.proj_b, N, C);
     // gpt2: r1 = x + attn; mlp reads ln2(r1). neox (parallel residual): mlp reads ln2(x).
@@ -476,9 +512,9 @@ class stage_model {
       k::residual_forward(a.r1, x, attn_out, N * C);  // x + attn, the mlp output is added below
     }
     k::layernorm_forward(a.ln2, a.mean2, a.rstd2, mlp_in, p.ln2_w, p.ln2_b, N, C);  // [N,C]
-    k::matmul_forward(a.h, a.ln2, p.fc_w, p.fc_b, N, C, H);                         // [N,4C/tp]
+    lin_forward(l, 2, a.h, a.ln2, p.fc_w, p.fc_b, N, C, H);                         // [N,4C/tp]
     k::gelu_forward(a.g, a.h, N * H);
-    k::matmul_forward(a.out, a.g, p.fcp_w, nullptr, N, H, C);                       // partial [N,C]
+    lin_forward(l, 3, a.out, a.g, p.fcp_w, nullptr, N, H, C);                       // partial [N,C]
     tp.allreduce(std::span<float>(a.out, static_cast<std::size_t>(N * C)));
     k::add_bias_rows(a.out, p.fcp_b, N, C);
     k::add_inplace(a.out, a.r1, N * C);  // out = r1 + mlp  (gpt2: x+attn+mlp sequentially; neox: in parallel)
@@ -497,19 +533,20 @@ class stage_model {
     const float* mlp_in = gpt2 ? a.r1 : x;
     // mlp branch: d out -> fcp (row-parallel: local input grad, no comm) -> gelu -> fc
     // (column-parallel: the input gradient is a partial sum -> allreduce)
-    k::matmul_backward(dhid_.data(), g.fcp_w, g.fcp_b, d, a.g, p.fcp_w, N, H, C, false);  // d g [N,4C/tp]
+    lin_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, d, a.g, p.fcp_w, N, H, C);  // d g [N,4C/tp]
     k::gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);                              // d h
-    k::matmul_backward(dln_b_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln2, p.fc_w, N, C, H, false);
+    lin_backward(l, 2, dln_b_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln2, p.fc_w, N, C, H);
     tp.allreduce(std::span<float>(dln_b_));                                                 // d ln2 [N,C]
     if (gpt2) {
       // d r1 = d out + ln2'(d ln2); the attention branch then sees d r1
       k::layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), mlp_in, p.ln2_w, a.mean2, a.rstd2, N, C);
     }
     // attention branch with d attn = d (gpt2: d r1, neox: d out)
-    k::matmul_backward(datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C, false);  // [N,C/tp]
-    k::attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, S_, T_, nh_, hd_);
+    lin_backward(l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);  // [N,C/tp]
+    if (!ops_ || !ops_->attention_backward(dqkv_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_))
+      k::attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, S_, T_, nh_, hd_);
     k::rotary_apply(dqkv_.data(), cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, true);
-    k::matmul_backward(dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), a.ln1, p.qkv_w, N, C, 3 * Cl, false);
+    lin_backward(l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), a.ln1, p.qkv_w, N, C, 3 * Cl);
     tp.allreduce(std::span<float>(dln_a_));                                                 // d ln1 [N,C]
     if (!gpt2) k::layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), x, p.ln2_w, a.mean2, a.rstd2, N, C);
     k::layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), x, p.ln1_w, a.mean1, a.rstd1, N, C);  // d x
@@ -573,6 +610,7 @@ class stage_model {
   std::int64_t N_ = 0, act_stride_ = 0;
   std::vector<float> acts_, dres_, dln_a_, dln_b_, dhid_, dqkv_, datty_, dP_, logits_, ce_max_, ce_gather_, ce_sums_;
   std::vector<float> cos_, sin_;
+  block_ops* ops_ = nullptr;  // not owned; null: dense kernels only
 
  public:
   std::vector<float> params, grads;  // one allocation each, carved by tensors()

@@ -49,7 +49,9 @@ struct cli {
   int dp = 1, pp = 1, tp = 1, threads = 0;
 };
 
-[[noreturn]] void bad(const std::string& m) { hcomm::fail(hcomm::errc::invalid_argument, m + "\n" + usage); }
+[[noreturn]] void bad(const std::string& m) {
+  hcomm::fail(hcomm::errc::invalid_argument, m + "\n" + usage + gpt::sparsity_usage);
+}
 
 cli parse(int argc, char** argv) {
   std::map<std::string, std::string> kv;
@@ -58,6 +60,7 @@ cli parse(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--help" || a == "-h") {
       std::fputs(usage, stdout);
+      std::fputs(gpt::sparsity_usage, stdout);
       std::exit(0);
     }
     if (a.rfind("--", 0) != 0) bad("unexpected argument '" + a + "'");
@@ -142,6 +145,7 @@ cli parse(int argc, char** argv) {
   gets("--prompt", c.run.prompt);
   for (const auto& f : flags)
     if (f == "--quiet") c.run.quiet = true;
+  gpt::take_sparsity_options(kv, c.run.sparsity);
   if (!kv.empty()) bad("unknown option " + kv.begin()->first);
   return c;
 }

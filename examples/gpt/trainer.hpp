@@ -36,6 +36,7 @@
 #include "data.hpp"
 #include "model.hpp"
 #include "optim.hpp"
+#include "sparsity.hpp"
 
 namespace gpt {
 
@@ -58,6 +59,7 @@ struct run_options {
   int sample = 64;            // bytes of text to sample at the end (0: none)
   std::string prompt = "And God said";
   bool quiet = false;
+  sparsity_config sparsity;   // --sparsity and its schedule options (sparsity.hpp)
 };
 
 // One axis' bytes this step: (raw, sent) summed over all ranks.
@@ -90,6 +92,8 @@ class trainer {
     tokens_.assign(M, std::vector<int>(N));
     targets_.assign(M, std::vector<int>(N));
     model_.init_params();
+    sp_.setup(c, o.sparsity, model_, adam_, {g.dp_size(), g.dp_rank(), g.pp_rank(), g.tp_size(), g.tp_rank()});
+    if (sp_.active()) model_.set_block_ops(&sp_);
   }
 
   // Returns the process exit code (0, or 1 when --expect-losses does not match).
@@ -104,7 +108,6 @@ class trainer {
     }
     const int end = opt_.stop_at >= 0 && opt_.stop_at < cfg_.steps ? opt_.stop_at : cfg_.steps;
     const double tokens_per_step = static_cast<double>(cfg_.batch) * cfg_.block;
-    double flops = static_cast<double>(step_) * tokens_per_step * flops_per_token();
     double total_s = 0, total_tokens = 0;
     for (; step_ < end; ++step_) {
       reset_stats();
@@ -113,10 +116,12 @@ class trainer {
       const float lr = lr_at(cfg_, static_cast<int>(step_));
       const double loss = train_step(lr);
       const double ms = (MPI_Wtime() - t0) * 1e3;
-      flops += tokens_per_step * flops_per_token();
       total_s += ms / 1e3;
       total_tokens += tokens_per_step;
       const auto bytes = gather_stats();
+      double sparse_saved = sp_.saved_bytes();  // sparsity-aware DP: bytes not sent, all ranks
+      MPI_Allreduce(MPI_IN_PLACE, &sparse_saved, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      total_sparse_saved_ += sparse_saved;
       double val = -1;
       const bool eval_now = (cfg_.eval_every > 0 && (step_ + 1) % cfg_.eval_every == 0) || step_ + 1 == cfg_.steps;
       if (eval_now) val = evaluate();
@@ -128,6 +133,11 @@ class trainer {
                       static_cast<long long>(step_ + 1), cfg_.steps, loss, lr, tps, ms, bytes[0].raw / 1e6,
                       bytes[0].sent / 1e6, bytes[1].raw / 1e6, bytes[1].sent / 1e6, bytes[2].raw / 1e6,
                       bytes[2].sent / 1e6);
+          if (sp_.active())
+            std::printf(" | %s density %.4f | GFLOP %.3f/%.3f | dp packed saved %.3f MB%s", sp_.phase(step_), sp_.density(),
+                        sp_.step_flops().actual.total() / 1e9, sp_.step_flops().dense.total() / 1e9, sparse_saved / 1e6,
+                        sp_.updated() ? " | topology updated" : "");
+          if (sp_.active() && sp_.updated()) std::printf(" | masks %016llx", static_cast<unsigned long long>(sp_.checksum()));
           if (val >= 0) std::printf(" | val %.6f", val);
           std::printf("\n");
           std::fflush(stdout);
@@ -135,9 +145,12 @@ class trainer {
         if (metrics) {
           std::fprintf(metrics,
                        "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"tokens_per_s\": %.1f, \"ms\": %.3f, "
-                       "\"flops\": %.6g, \"comm\": {\"dp\": {\"raw\": %.0f, \"sent\": %.0f}, \"pp\": {\"raw\": %.0f, "
+                       "\"flops\": %s, \"flops_step\": %s, \"density\": %.6g, \"target_density\": %.6g, "
+                       "\"attention_density\": %.6g, \"phase\": \"%s\", \"dp_sparse_saved\": %.0f, \"comm\": {\"dp\": {\"raw\": %.0f, \"sent\": %.0f}, \"pp\": {\"raw\": %.0f, "
                        "\"sent\": %.0f}, \"tp\": {\"raw\": %.0f, \"sent\": %.0f}}",
-                       static_cast<long long>(step_ + 1), loss, lr, tps, ms, flops, bytes[0].raw, bytes[0].sent,
+                       static_cast<long long>(step_ + 1), loss, lr, tps, ms, msparse::flops_json(sp_.total_flops()).c_str(),
+                       msparse::flops_json(sp_.step_flops()).c_str(), sp_.density(), sp_.target_density(step_),
+                       sp_.attention_density(step_), sp_.phase(step_), sparse_saved, bytes[0].raw, bytes[0].sent,
                        bytes[1].raw, bytes[1].sent, bytes[2].raw, bytes[2].sent);
           if (val >= 0) std::fprintf(metrics, ", \"val_loss\": %.9g", val);
           std::fprintf(metrics, "}\n");
@@ -160,7 +173,8 @@ class trainer {
     if (root && !opt_.quiet && total_s > 0) summary(total_tokens / total_s);
     if (step_ == cfg_.steps && opt_.sample > 0) sample_text();
     const int tied_rc = check_tied_copies();
-    return std::max(tied_rc, finish_losses());
+    const int sparse_rc = sp_.failures() > 0 ? 1 : 0;  // sparsity invariants (sparsity.hpp), printed where they failed
+    return std::max({tied_rc, sparse_rc, finish_losses()});
   }
 
  private:
@@ -174,8 +188,11 @@ class trainer {
         data_.train_sequence(cursor_, g, T, tokens_[mb].data() + s * T, targets_[mb].data() + s * T);
       }
     model_.zero_grads();
+    sp_.begin_step(step_);
     const double local_loss = pipeline_1f1b();
-    comm_.dp().allreduce(std::span<float>(model_.grads));
+    // sparse layers' gradients go as packed active values (not with error feedback: its
+    // residual is shaped like the dense gradient)
+    sp_.allreduce_grads(comm_.dp(), model_.grads, !has_residual<dp_comm_t>);
     // after DP: both copies then add the same two (possibly lossily reduced) terms
     sync_tied_embedding();
     // loss: sum of token losses from the last stage's tp-rank-0 of every DP replica
@@ -188,6 +205,7 @@ class trainer {
     const double norm = std::sqrt(sq);
     if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) model_.scale_grads(static_cast<float>(cfg_.grad_clip / (norm + 1e-6)));
     adam_.step(model_, lr, static_cast<int>(step_) + 1);
+    sp_.end_step(step_);  // FLOPs of this step; topology update on update steps
     cursor_ += static_cast<std::uint64_t>(cfg_.batch) * T;
     return loss;
   }
@@ -244,25 +262,26 @@ class trainer {
   }
 
   // GPT-2 ties wte to the lm head. With several stages the first and the last stage each
-  // hold a copy; summing their gradients (a + b == b + a, bitwise) keeps the copies equal.
+  // hold a copy; both add the two stages' gradients (a + b == b + a, bitwise), after the DP
+  // allreduce, so the copies stay equal whatever DP compression did. The exchange uses
+  // plain MPI, not the pipeline communicator: through a lossy codec each side would add a
+  // differently decoded term and the copies would drift apart (Megatron, too, reduces the
+  // embedding in its own group rather than on the activation channel).
   void sync_tied_embedding() {
     if (cfg_.arch != arch_kind::gpt2 || grid_.pp_size() == 1) return;
     if (!model_.is_first() && !model_.is_last()) return;
     const local_tensor* t = nullptr;
     for (const auto& x : model_.tensors())
       if (x.global == 0) t = &x;
-    std::span<float> mine(model_.grads.data() + t->offset, static_cast<std::size_t>(t->numel));
-    tied_buf_.resize(mine.size());
+    float* mine = model_.grads.data() + t->offset;
+    const int n = static_cast<int>(t->numel);
+    tied_buf_.resize(static_cast<std::size_t>(n));
     const int peer = grid_.world_rank_of(grid_.dp_rank(), model_.is_first() ? grid_.pp_size() - 1 : 0, grid_.tp_rank());
     constexpr int tag = 30000;  // above any micro-batch tag, below the MPI minimum tag bound 32767
-    if (model_.is_first()) {
-      comm_.pp().send(std::span<const float>(mine), peer, tag);
-      comm_.pp().recv(std::span<float>(tied_buf_), peer, tag + 1);
-    } else {
-      comm_.pp().recv(std::span<float>(tied_buf_), peer, tag);
-      comm_.pp().send(std::span<const float>(mine), peer, tag + 1);
-    }
-    for (std::size_t i = 0; i < mine.size(); ++i) mine[i] += tied_buf_[i];
+    MPI_Sendrecv(mine, n, MPI_FLOAT, peer, tag, tied_buf_.data(), n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+    for (int i = 0; i < n; ++i) mine[i] += tied_buf_[static_cast<std::size_t>(i)];
+    tied_bytes_ += static_cast<double>(n) * sizeof(float);
   }
 
   // The first and last stage's copies of the tied embedding must still be bitwise equal
@@ -399,6 +418,10 @@ class trainer {
       std::printf(", %s %.2f MB saved of %.2f MB", names[a], saved / 1e6, total_bytes_[a].raw / 1e6);
     }
     std::printf("\n");
+    const auto& F = sp_.total_flops();
+    std::printf("summary: training FLOPs actual %.4g dense %.4g (%.2fx fewer), sparsity %s, final density %.4f, dp packed saved %.2f MB\n",
+                F.actual.total(), F.dense.total(), F.reduction(), opt_.sparsity.method.c_str(), sp_.density(),
+                total_sparse_saved_ / 1e6);
     std::fflush(stdout);
   }
 
@@ -406,6 +429,7 @@ class trainer {
   checkpoint_meta meta() const {
     checkpoint_meta m;
     m.fingerprint = cfg_.fingerprint() + " scheme " + opt_.scheme;
+    if (opt_.sparsity.sparse()) m.fingerprint += " " + opt_.sparsity.describe(cfg_.steps);
     m.dp = grid_.dp_size(); m.pp = grid_.pp_size(); m.tp = grid_.tp_size(); m.rank = world_rank_;
     m.step = step_; m.cursor = cursor_; m.rng = rng_state_;
     return m;
@@ -429,6 +453,7 @@ class trainer {
     save_checkpoint(opt_.save, meta(),
                     {std::span<const float>(model_.params), std::span<const float>(adam_.m), std::span<const float>(adam_.v),
                      std::span<const float>(res)});
+    sp_.save(opt_.save, world_rank_);  // masks, schedule, FLOP totals (the RNG is (seed, step))
     MPI_Barrier(MPI_COMM_WORLD);
     if (world_rank_ == 0 && !opt_.quiet)
       std::printf("saved checkpoint %s.rank* at step %lld\n", opt_.save.c_str(), static_cast<long long>(step_));
@@ -441,6 +466,7 @@ class trainer {
     try {
       got = load_checkpoint(opt_.resume, meta(),
                             {std::span<float>(p), std::span<float>(m), std::span<float>(v), std::span<float>(res)});
+      sp_.load(opt_.resume, world_rank_);
     } catch (const hcomm::error& e) {
       err = e.what();
     }
@@ -458,6 +484,7 @@ class trainer {
     step_ = got.step;
     cursor_ = got.cursor;
     rng_state_ = got.rng;
+    sp_.commit_loaded(step_);
   }
 
   int finish_losses() {
@@ -519,9 +546,12 @@ class trainer {
   std::uint64_t rng_state_ = 0x5eed;
   std::vector<std::vector<int>> tokens_, targets_;
   std::vector<float> tied_buf_;
+  double tied_bytes_ = 0;  // uncompressed tied-embedding exchange (not in the axis stats)
   std::map<std::int64_t, double> losses_;
   std::array<axis_bytes, 3> total_bytes_{};
   double last_val_ = -1;
+  sparse_trainer sp_;  // --sparsity (dense: only counts FLOPs)
+  double total_sparse_saved_ = 0;
 };
 
 }  // namespace gpt

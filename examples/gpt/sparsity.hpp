@@ -1,0 +1,618 @@
+// examples/gpt/sparsity.hpp: sparse training in train_gpt (--sparsity dense|static|set|rigl|mst),
+// built on msparse: the topology (masks, schedule, prune/grow), the sparse linear layer
+// (SpMM forward, transposed SpMM input gradient, SDDMM weight gradient at active positions),
+// Hybrid Sparse Attention (block-sparse attention in the schedule's early window) and the
+// FLOP counter.
+//
+//   gpt::sparse_trainer sp;
+//   sp.setup(cfg, sparsity_cfg, model, adam, {dp, dp_rank, pp_rank, tp, tp_rank});  // masks at step 0
+//   model.set_block_ops(&sp);                // the block's linears and attention go through sp
+//   each step:  sp.begin_step(step);  pipeline;  sp.allreduce_grads(dp_comm, model.grads);
+//               clip;  adam;  sp.end_step(step);   // FLOPs counted, topology updated, checks
+//
+// Which weights are sparse: every block's QKV, attention-out, MLP-in and MLP-out weight. The
+// LM head (tied to the token embedding in GPT-2, 256 x C here) stays dense; so do embeddings,
+// norms and biases. The model keeps its dense parameter allocation (zeros at inactive
+// positions, so AdamW over the whole allocation leaves them exactly zero: zero gradient, zero
+// moments); between topology updates each sparse layer's active values are gathered into the
+// sparse format once per step (O(nnz)) and all products run on it. The dense weight gradient
+// (one sgemm) is computed only on topology-update steps of gradient-growth rules (RigL, MST),
+// into a separate buffer that is DP-all-reduced and read by the growth rule only, so the
+// optimizer never sees gradients at inactive positions. A layer whose mask is full (MST's
+// dense first warm-up stage) runs the dense sgemm path.
+//
+// Parallelism. Masks are a pure function of (seed, step, global layer index, weights,
+// gradients): the topology lists every block of the model (layers of other pipeline stages
+// marked dense so they are skipped; ERK densities are unchanged because every block has the
+// same shapes), so a pipeline stage's masks are the single-rank masks. DP replicas hold
+// identical weights and all-reduced gradients, so they compute identical masks; a checksum
+// is compared across DP replicas at every update (a mismatch fails the run). Under TP the
+// topology works per shard (per-shard targets and top-k, msparse/topology.hpp), so masks,
+// and hence losses, differ from the TP = 1 run; QKV's shard (three row blocks) is also not
+// the topology's contiguous row shard, which only changes which random initial mask it gets.
+//
+// Sparsity-aware DP: the DP all-reduce sends the stage's gradient with each sparse layer
+// packed to its active values (sparse-format order, identical on every replica), then
+// compressed by the scheme; the bytes saved against the dense buffer are reported. Schemes
+// with error feedback keep a residual shaped like the dense gradient, so with them the
+// dense buffer is sent (nothing saved).
+#pragma once
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "checkpoint.hpp"
+#include "config.hpp"
+#include "kernels.hpp"
+#include "model.hpp"
+#include "msparse/msparse.hpp"
+#include "optim.hpp"
+
+namespace gpt {
+
+struct sparsity_config {
+  std::string method = "dense";      // dense | static | set | rigl | mst
+  double sparsity = 0.9;             // static / set / rigl: constant overall sparsity
+  // mst schedule (msparse::mst_options)
+  double warmup_frac = 0.25, ultra_frac = 0.5;
+  double initial_sparsity = 0.0, warmup_sparsity = 0.8, ultra_sparsity = 0.9, final_sparsity = 0.75;
+  int warmup_stages = 4, restore_stages = 3;
+  int update_interval = 0;           // dT; 0: max(1, steps / 20)
+  double zeta = 0.3;
+  int growth_ratio = 3;              // mst: r, r/(r+1) of the grown by gradient
+  double hsa_frac = -1;              // mst: sparse attention for this share of steps (< 0: warm-up)
+  std::string hsa_pattern = "local_strided";  // local | strided | local_strided | fixed | dense
+  int hsa_stride = 0;                // 0: max(1, T / 8)
+  int hsa_block = 0;                 // 0: the stride
+  std::string distribution = "erk";  // erk | uniform
+  int seed = -1;                     // -1: the model seed
+  bool packed_dp = true;             // sparsity-aware DP all-reduce
+
+  bool sparse() const { return method != "dense"; }
+  int interval_for(int steps) const { return update_interval > 0 ? update_interval : std::max(1, steps / 20); }
+  // Everything that shapes the training: part of the checkpoint fingerprint.
+  std::string describe(int steps) const {
+    if (!sparse()) return "sparsity dense";
+    char b[512];
+    std::snprintf(b, sizeof b,
+                  "sparsity %s s%g mst %g,%g %g,%g,%g,%g %d,%d dT%d zeta%g r%d hsa %g %s %d %d dist %s seed %d",
+                  method.c_str(), sparsity, warmup_frac, ultra_frac, initial_sparsity, warmup_sparsity, ultra_sparsity,
+                  final_sparsity, warmup_stages, restore_stages, interval_for(steps), zeta, growth_ratio, hsa_frac,
+                  hsa_pattern.c_str(), hsa_stride, hsa_block, distribution.c_str(), seed);
+    return b;
+  }
+};
+
+inline const char* sparsity_usage =
+    " sparse:  --sparsity dense|static|set|rigl|mst  --sparsity-target S (static/set/rigl, default 0.9)\n"
+    "          --mst-phases W,U (warm-up / ultra shares of the steps, default 0.25,0.5)\n"
+    "          --mst-sparsity I,W,U,F (initial, end of warm-up, ultra, final; default 0,0.8,0.9,0.75)\n"
+    "          --mst-stages W,R (warm-up / restore stages, 4,3)  --dt N (topology update interval,\n"
+    "          default steps/20)  --zeta X (0.3)  --growth-ratio R (mst, 3)  --sparse-dist erk|uniform\n"
+    "          --sparse-seed N  --hsa-frac F (mst: sparse attention share, default the warm-up)\n"
+    "          --hsa-pattern local|strided|local_strided|fixed|dense --hsa-stride N (T/8) --hsa-block N\n"
+    "          --sparse-dp packed|dense (DP all-reduce of active values only; default packed)\n";
+
+// Takes the sparsity options out of the parsed key/value map (what is left is unknown).
+inline void take_sparsity_options(std::map<std::string, std::string>& kv, sparsity_config& s) {
+  auto bad = [](const std::string& m) { hcomm::fail(hcomm::errc::invalid_argument, m); };
+  auto take = [&](const char* k, std::string& v) {
+    auto it = kv.find(k);
+    if (it == kv.end()) return false;
+    v = it->second;
+    kv.erase(it);
+    return true;
+  };
+  auto nums = [&](const char* k, std::vector<double*> out) {
+    std::string v;
+    if (!take(k, v)) return;
+    std::size_t pos = 0;
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const std::size_t e = v.find(',', pos);
+      const std::string part = v.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+      char* end = nullptr;
+      *out[i] = std::strtod(part.c_str(), &end);
+      if (part.empty() || *end) bad(std::string(k) + " wants " + std::to_string(out.size()) + " comma-separated numbers, got '" + v + "'");
+      if (i + 1 < out.size() && e == std::string::npos)
+        bad(std::string(k) + " wants " + std::to_string(out.size()) + " comma-separated numbers, got '" + v + "'");
+      pos = e + 1;
+    }
+  };
+  auto num = [&](const char* k, double& d) { nums(k, {&d}); };
+  auto inum = [&](const char* k, int& i) {
+    double d = i;
+    num(k, d);
+    i = static_cast<int>(d);
+  };
+  take("--sparsity", s.method);
+  if (s.method != "dense" && s.method != "static" && s.method != "set" && s.method != "rigl" && s.method != "mst")
+    bad("--sparsity must be dense, static, set, rigl or mst (got '" + s.method + "')");
+  num("--sparsity-target", s.sparsity);
+  nums("--mst-phases", {&s.warmup_frac, &s.ultra_frac});
+  nums("--mst-sparsity", {&s.initial_sparsity, &s.warmup_sparsity, &s.ultra_sparsity, &s.final_sparsity});
+  double ws = s.warmup_stages, rs = s.restore_stages;
+  nums("--mst-stages", {&ws, &rs});
+  s.warmup_stages = static_cast<int>(ws);
+  s.restore_stages = static_cast<int>(rs);
+  inum("--dt", s.update_interval);
+  num("--zeta", s.zeta);
+  inum("--growth-ratio", s.growth_ratio);
+  num("--hsa-frac", s.hsa_frac);
+  take("--hsa-pattern", s.hsa_pattern);
+  inum("--hsa-stride", s.hsa_stride);
+  inum("--hsa-block", s.hsa_block);
+  take("--sparse-dist", s.distribution);
+  inum("--sparse-seed", s.seed);
+  std::string dp;
+  if (take("--sparse-dp", dp)) {
+    if (dp != "packed" && dp != "dense") bad("--sparse-dp must be packed or dense");
+    s.packed_dp = dp == "packed";
+  }
+  if (s.distribution != "erk" && s.distribution != "uniform") bad("--sparse-dist must be erk or uniform");
+  if (s.sparsity < 0 || s.sparsity >= 1) bad("--sparsity-target must be in [0, 1)");
+  if (s.growth_ratio < 0) bad("--growth-ratio must be >= 0");
+}
+
+inline msparse::attention::pattern hsa_pattern_of(const std::string& n) {
+  namespace at = msparse::attention;
+  if (n == "local") return at::pattern::local;
+  if (n == "strided") return at::pattern::strided;
+  if (n == "local_strided" || n == "local+strided") return at::pattern::local_strided;
+  if (n == "fixed") return at::pattern::fixed;
+  if (n == "dense") return at::pattern::dense;
+  hcomm::fail(hcomm::errc::invalid_argument, "--hsa-pattern must be local, strided, local_strided, fixed or dense");
+}
+
+struct grid_place {
+  int dp = 1, dp_rank = 0, pp_rank = 0, tp = 1, tp_rank = 0;
+};
+
+class sparse_trainer final : public block_ops {
+ public:
+  struct local_layer {
+    std::size_t topo = 0;     // index in the topology (= msparse::gpt_linear_layers order)
+    int block = 0, which = 0;
+    std::int64_t offset = 0, rows = 0, cols = 0;  // local shard in the stage's allocation
+    bool dense_path = true;   // mask full: sgemm
+    msparse::layer::sparse_linear<> lin{1, 1, false};
+    std::vector<float> gpacked, gdense;
+  };
+
+  void setup(const config& c, const sparsity_config& s, stage_model& model, adamw& adam, grid_place g) {
+    cfg_ = c;
+    sc_ = s;
+    model_ = &model;
+    adam_ = &adam;
+    g_ = g;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+    const msparse::gpt_shape shape{static_cast<std::size_t>(c.layers), static_cast<std::size_t>(c.channels),
+                                   static_cast<std::size_t>(c.heads), static_cast<std::size_t>(c.block),
+                                   static_cast<std::size_t>(c.vocab), false};
+    flops_ = msparse::flop_counter(shape, static_cast<std::size_t>(c.batch));
+    auto layers = msparse::gpt_linear_layers(shape);  // h<b>.{attn.qkv, attn.out, mlp.fc, mlp.proj}, lm_head
+    // local blocks of this stage, from the model's tensor list
+    std::vector<char> local_block(static_cast<std::size_t>(c.layers), 0);
+    slot_.assign(static_cast<std::size_t>(c.layers) * 4, -1);
+    const auto& specs = model.specs();
+    for (const auto& t : model.tensors()) {
+      const auto& sp = specs[t.global];
+      if (sp.layer < 0) continue;
+      local_block[sp.layer] = 1;
+      int which = -1;
+      const std::string leaf = sp.name.substr(sp.name.find('.') + 1);
+      if (leaf == "qkv_w") which = 0;
+      else if (leaf == "proj_w") which = 1;
+      else if (leaf == "fc_w") which = 2;
+      else if (leaf == "fcp_w") which = 3;
+      if (which < 0) continue;
+      local_layer L;
+      L.topo = static_cast<std::size_t>(sp.layer) * 4 + which;
+      L.block = sp.layer;
+      L.which = which;
+      L.offset = t.offset;
+      const bool by_rows = which == 0 || which == 2;
+      L.rows = by_rows ? sp.rows / g.tp : sp.rows;
+      L.cols = by_rows ? sp.cols : sp.cols / g.tp;
+      slot_[L.topo] = static_cast<int>(locals_.size());
+      locals_.push_back(std::move(L));
+    }
+    for (std::size_t i = 0; i + 1 < layers.size(); ++i)
+      layers[i].sparse = local_block[i / 4] != 0;  // other stages' layers: skipped here
+    msparse::tp_sharding tp;
+    tp.parts = static_cast<std::size_t>(g.tp);
+    tp.index = static_cast<std::size_t>(g.tp_rank);
+    for (std::size_t i = 0; i < layers.size(); ++i)
+      tp.axes.push_back((i + 1 == layers.size() || i % 4 == 0 || i % 4 == 2) ? msparse::shard_axis::rows
+                                                                            : msparse::shard_axis::cols);
+    msparse::sparsity_options o;
+    o.method = s.method;
+    o.total_steps = c.steps;
+    o.sparsity = s.sparsity;
+    o.mst.warmup_fraction = s.warmup_frac;
+    o.mst.ultra_fraction = s.ultra_frac;
+    o.mst.initial_sparsity = s.initial_sparsity;
+    o.mst.warmup_sparsity = s.warmup_sparsity;
+    o.mst.ultra_sparsity = s.ultra_sparsity;
+    o.mst.final_sparsity = s.final_sparsity;
+    o.mst.warmup_stages = s.warmup_stages;
+    o.mst.restore_stages = s.restore_stages;
+    o.mst.hsa_fraction = s.hsa_frac;
+    o.mixed_ratio = static_cast<unsigned>(s.growth_ratio);
+    o.update_interval = s.interval_for(c.steps);
+    o.zeta = s.zeta;
+    o.distribution = s.distribution == "uniform" ? msparse::distribution_kind::uniform : msparse::distribution_kind::erk;
+    o.seed = s.seed >= 0 ? static_cast<std::uint64_t>(s.seed) : c.seed;
+    topo_ = msparse::make_topology(o, std::move(layers), std::move(tp));
+    const std::size_t stride = s.hsa_stride > 0 ? static_cast<std::size_t>(s.hsa_stride)
+                                                : std::max<std::size_t>(1, static_cast<std::size_t>(c.block) / 8);
+    const std::size_t blk = s.hsa_block > 0 ? static_cast<std::size_t>(s.hsa_block) : stride;
+    hsa_ = msparse::attention::hybrid({hsa_pattern_of(s.hsa_pattern), stride, 1}, static_cast<std::size_t>(c.block),
+                                      std::min<std::size_t>(blk, msparse::attention::max_block));
+    if (sc_.sparse()) {
+      topo_.init(tensors());  // step-0 masks; inactive weights zeroed
+      rebuild();
+    }
+    global_densities();
+  }
+
+  bool active() const { return sc_.sparse(); }
+  const msparse::sparse_topology& topology() const { return topo_; }
+
+  // ---- per step --------------------------------------------------------------------------
+  void begin_step(std::int64_t step) {
+    step_ = step;
+    if (!active()) return;
+    dense_grad_ = topo_.needs_dense_gradient(step);
+    sparse_attn_ = topo_.sched().sparse_attention(step);
+    for (auto& L : locals_) {
+      if (L.dense_path) continue;
+      L.lin.weight().gather_from(model_->params.data() + L.offset);  // AdamW moved the values
+      std::fill(L.gpacked.begin(), L.gpacked.end(), 0.f);
+      if (dense_grad_) {
+        L.gdense.assign(static_cast<std::size_t>(L.rows * L.cols), 0.f);
+      }
+    }
+  }
+
+  // The DP all-reduce of the stage's gradient (replaces dp.allreduce(grads)). Sparse layers'
+  // gradients go packed; on update steps of gradient-growth rules their dense gradients
+  // follow in a second all-reduce.
+  template <class DpComm>
+  void allreduce_grads(DpComm& dp, std::vector<float>& grads, bool can_pack) {
+    saved_bytes_ = 0;
+    bool any_sparse = false;
+    for (const auto& L : locals_) any_sparse |= !L.dense_path;
+    if (!active() || !any_sparse) {
+      dp.allreduce(std::span<float>(grads));
+      return;
+    }
+    if (!can_pack || !sc_.packed_dp) {
+      for (auto& L : locals_)
+        if (!L.dense_path) L.lin.weight().scatter_values(L.gpacked.data(), grads.data() + L.offset);
+      dp.allreduce(std::span<float>(grads));
+    } else {
+      // [dense tensors..., packed sparse layers...] in the stage's tensor order
+      buf_.clear();
+      for (const auto& t : model_->tensors()) {
+        const int li = slot_of_offset(t.offset);
+        if (li >= 0 && !locals_[li].dense_path) buf_.insert(buf_.end(), locals_[li].gpacked.begin(), locals_[li].gpacked.end());
+        else buf_.insert(buf_.end(), grads.begin() + t.offset, grads.begin() + t.offset + t.numel);
+      }
+      dp.allreduce(std::span<float>(buf_));
+      std::size_t at = 0;
+      for (const auto& t : model_->tensors()) {
+        const int li = slot_of_offset(t.offset);
+        if (li >= 0 && !locals_[li].dense_path) {
+          auto& L = locals_[li];
+          L.lin.weight().scatter_values(buf_.data() + at, grads.data() + t.offset);
+          at += L.gpacked.size();
+        } else {
+          std::copy(buf_.begin() + at, buf_.begin() + at + t.numel, grads.begin() + t.offset);
+          at += static_cast<std::size_t>(t.numel);
+        }
+      }
+      if (g_.dp > 1) saved_bytes_ = static_cast<double>(grads.size() - buf_.size()) * sizeof(float);
+    }
+    if (dense_grad_) {
+      buf_.clear();
+      for (const auto& L : locals_)
+        if (!L.dense_path) buf_.insert(buf_.end(), L.gdense.begin(), L.gdense.end());
+      dp.allreduce(std::span<float>(buf_));
+      std::size_t at = 0;
+      for (auto& L : locals_)
+        if (!L.dense_path) {
+          std::copy(buf_.begin() + at, buf_.begin() + at + L.gdense.size(), L.gdense.begin());
+          at += L.gdense.size();
+        }
+    }
+  }
+
+  // After the optimizer: count this step's FLOPs (with the masks it ran with), update the
+  // topology on update steps, check the invariants. Collective (MPI_COMM_WORLD).
+  void end_step(std::int64_t step) {
+    last_ = flops_.step(densities_, attention_density(step), active() && topo_.needs_dense_gradient(step));
+    updated_ = false;
+    if (!active() || !topo_.is_update_step(step)) return;
+    auto t = tensors();
+    for (auto& L : locals_)  // growth reads the all-reduced dense gradient
+      t[L.topo].grad = L.dense_path ? model_->grads.data() + L.offset : (L.gdense.empty() ? nullptr : L.gdense.data());
+    topo_.update(step, t);
+    rebuild();
+    global_densities();
+    check(step);
+    updated_ = true;
+  }
+
+  // ---- reporting ---------------------------------------------------------------------------
+  const msparse::step_flops& step_flops() const { return last_; }
+  const msparse::step_flops& total_flops() const { return flops_.total(); }
+  double saved_bytes() const { return saved_bytes_; }  // this rank, this step
+  bool updated() const { return updated_; }
+  // Overall density of the sparse weights (whole model, all stages and shards).
+  double density() const { return density_; }
+  double target_density(std::int64_t step) const { return 1.0 - topo_.target_sparsity(step); }
+  const char* phase(std::int64_t step) const {
+    if (!active()) return "dense";
+    switch (topo_.sched().phase(step)) {
+      case msparse::phase_id::warmup: return "warmup";
+      case msparse::phase_id::ultra: return "ultra";
+      default: return "restore";
+    }
+  }
+  double attention_density(std::int64_t step) const {
+    return active() && topo_.sched().sparse_attention(step) ? hsa_.sparse().kept_fraction() : 1.0;
+  }
+  std::uint64_t checksum() const { return checksum_; }  // XOR over ranks of the DP-replica-0 masks
+  int failures() const { return failures_; }
+
+  // ---- checkpoints: PREFIX.sparse.rank<r>, written atomically, verified before use --------
+  void save(const std::string& prefix, int rank) const {
+    if (!active()) return;
+    msparse::byte_writer w;
+    for (char ch : std::string("GPTSPAR1")) w.put(ch);
+    const auto t = topo_.to_bytes();
+    w.put_array(t);
+    flops_.save(w);
+    auto b = w.take();
+    const std::uint64_t sum = detail::fnv1a(reinterpret_cast<const char*>(b.data()), b.size());
+    const auto* p = reinterpret_cast<const std::uint8_t*>(&sum);
+    b.insert(b.end(), p, p + 8);
+    const std::string path = checkpoint_path(prefix + ".sparse", rank), tmp = path + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+      f.flush();
+      if (!f) hcomm::fail(hcomm::errc::io_failure, "cannot write checkpoint " + tmp);
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) hcomm::fail(hcomm::errc::io_failure, "cannot rename " + tmp);
+  }
+  // Reads and verifies into scratch (throws with a reason); commit_loaded() applies it.
+  void load(const std::string& prefix, int rank) {
+    if (!active()) return;
+    const std::string path = checkpoint_path(prefix + ".sparse", rank);
+    std::ifstream f(path, std::ios::binary);
+    if (!f) hcomm::fail(hcomm::errc::io_failure, "refusing to resume: cannot open sparsity checkpoint " + path);
+    std::vector<std::uint8_t> b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    if (b.size() < 16 || std::string(b.begin(), b.begin() + 8) != "GPTSPAR1")
+      hcomm::fail(hcomm::errc::foreign_frame, "refusing checkpoint " + path + ": not a train_gpt sparsity checkpoint");
+    std::uint64_t sum;
+    std::memcpy(&sum, b.data() + b.size() - 8, 8);
+    if (sum != detail::fnv1a(reinterpret_cast<const char*>(b.data()), b.size() - 8))
+      hcomm::fail(hcomm::errc::corrupt_frame, "refusing checkpoint " + path + ": checksum mismatch (corrupt or truncated)");
+    msparse::byte_reader r(b.data() + 8, b.size() - 16);
+    const auto tb = r.get_array<std::uint8_t>();
+    auto topo = msparse::sparse_topology::from_bytes(tb);
+    if (topo.size() != topo_.size() || !(topo.sched() == topo_.sched()) || topo.seed() != topo_.seed())
+      hcomm::fail(hcomm::errc::mismatch, "refusing checkpoint " + path + ": another sparsity configuration");
+    for (std::size_t i = 0; i < topo.size(); ++i)
+      if (topo.mask_of(i).rows() != topo_.mask_of(i).rows() || topo.mask_of(i).cols() != topo_.mask_of(i).cols())
+        hcomm::fail(hcomm::errc::mismatch, "refusing checkpoint " + path + ": mask shapes differ");
+    msparse::flop_counter fc = flops_;
+    fc.load(r);
+    pending_topo_ = std::move(topo);
+    pending_flops_ = std::move(fc);
+    pending_ = true;
+  }
+  // After the parameters were loaded: masks, sparse formats, FLOP totals. A dense run's
+  // cumulative FLOPs are recounted (every step is the same).
+  void commit_loaded(std::int64_t step) {
+    step_ = step;
+    if (!active()) {
+      for (std::int64_t s = 0; s < step; ++s) flops_.step(densities_, 1.0, false);
+      return;
+    }
+    if (!pending_) return;
+    topo_ = std::move(pending_topo_);
+    flops_ = std::move(pending_flops_);
+    pending_ = false;
+    rebuild();
+    global_densities();
+  }
+
+  // ---- block_ops -------------------------------------------------------------------------
+  bool linear_forward(int layer, int which, float* out, const float* x, std::int64_t N) override {
+    local_layer* L = sparse_layer(layer, which);
+    if (!L) return false;
+    L->lin.forward(x, static_cast<std::size_t>(N), out);
+    return true;
+  }
+  bool linear_backward(int layer, int which, float* dx, const float* dout, const float* x, std::int64_t N,
+                       bool accumulate_dx) override {
+    local_layer* L = sparse_layer(layer, which);
+    if (!L) return false;
+    const auto n = static_cast<std::size_t>(N);
+    L->lin.backward_input(dout, n, dx, accumulate_dx);             // dX = dY W       (SpMM on W^T)
+    L->lin.backward_weight(dout, x, n, L->gpacked.data(), true);   // dW[active] += (dY^T X)  (SDDMM)
+    if (dense_grad_)  // topology-update step of a gradient-growth rule: dW everywhere (sgemm)
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(L->rows), static_cast<int>(L->cols),
+                  static_cast<int>(N), 1.f, dout, static_cast<int>(L->rows), x, static_cast<int>(L->cols), 1.f,
+                  L->gdense.data(), static_cast<int>(L->cols));
+    return true;
+  }
+  bool attention_forward(float* out, float* att, const float* qkv, int S, int T, int nh, int hd) override {
+    if (!active() || !sparse_attn_) return false;
+    const std::size_t Cl = static_cast<std::size_t>(nh) * hd, ld = 3 * Cl;
+    const auto& lay = hsa_.sparse();
+    for (int s = 0; s < S; ++s)
+      for (int h = 0; h < nh; ++h) {
+        const float* q = qkv + static_cast<std::size_t>(s) * T * ld + static_cast<std::size_t>(h) * hd;
+        float* lse = att + (static_cast<std::size_t>(s) * nh + h) * T;  // the probability buffer is free
+        msparse::attention::forward(lay, q, q + Cl, q + 2 * Cl, static_cast<std::size_t>(hd),
+                                    out + static_cast<std::size_t>(s) * T * Cl + static_cast<std::size_t>(h) * hd, lse, ld, Cl);
+      }
+    return true;
+  }
+  bool attention_backward(float* dqkv, const float* dout, const float* qkv, const float* att, const float* out, int S,
+                          int T, int nh, int hd) override {
+    if (!active() || !sparse_attn_) return false;
+    const std::size_t Cl = static_cast<std::size_t>(nh) * hd, ld = 3 * Cl;
+    const auto& lay = hsa_.sparse();
+    delta_.resize(static_cast<std::size_t>(T));
+    for (int s = 0; s < S; ++s)
+      for (int h = 0; h < nh; ++h) {
+        const std::size_t qo = static_cast<std::size_t>(s) * T * ld + static_cast<std::size_t>(h) * hd;
+        const std::size_t oo = static_cast<std::size_t>(s) * T * Cl + static_cast<std::size_t>(h) * hd;
+        const float* q = qkv + qo;
+        float* dq = dqkv + qo;
+        msparse::attention::backward(lay, q, q + Cl, q + 2 * Cl, out + oo,
+                                     att + (static_cast<std::size_t>(s) * nh + h) * T, dout + oo,
+                                     static_cast<std::size_t>(hd), dq, dq + Cl, dq + 2 * Cl, ld, Cl, delta_.data());
+      }
+    return true;
+  }
+
+ private:
+  local_layer* sparse_layer(int layer, int which) {
+    if (!active()) return nullptr;
+    const int s = slot_[static_cast<std::size_t>(layer) * 4 + which];
+    if (s < 0 || locals_[s].dense_path) return nullptr;
+    return &locals_[s];
+  }
+  int slot_of_offset(std::int64_t off) const {
+    for (std::size_t i = 0; i < locals_.size(); ++i)
+      if (locals_[i].offset == off) return static_cast<int>(i);
+    return -1;
+  }
+  // One tensor set per topology layer (null for other stages' layers and the dense LM head).
+  std::vector<msparse::layer_tensors> tensors() {
+    std::vector<msparse::layer_tensors> t(topo_.size());
+    for (const auto& L : locals_)
+      t[L.topo] = {model_->params.data() + L.offset, nullptr, adam_->m.data() + L.offset, adam_->v.data() + L.offset};
+    return t;
+  }
+  // Masks -> sparse formats (a full mask keeps the dense path).
+  void rebuild() {
+    for (auto& L : locals_) {
+      const auto& m = topo_.mask_of(L.topo);
+      if (m.rows() != static_cast<std::size_t>(L.rows) || m.cols() != static_cast<std::size_t>(L.cols))
+        hcomm::fail(hcomm::errc::mismatch, "sparsity: mask shape differs from the weight shard");
+      L.dense_path = m.active() == m.size();
+      if (L.dense_path) {
+        L.gpacked = {};
+        L.gdense = {};
+        continue;
+      }
+      if (L.lin.in_features() != static_cast<std::size_t>(L.cols) || L.lin.out_features() != static_cast<std::size_t>(L.rows))
+        L.lin = msparse::layer::sparse_linear<>(static_cast<std::size_t>(L.cols), static_cast<std::size_t>(L.rows), false);
+      L.lin.set_weight(model_->params.data() + L.offset, m.data());
+      L.gpacked.assign(L.lin.weight().nnz(), 0.f);
+    }
+  }
+  // Per-layer densities of the whole model (for the FLOP counter), the overall density and
+  // a checksum of DP replica 0's masks: sums over the ranks of DP replica 0.
+  void global_densities() {
+    const std::size_t n = topo_.size();
+    std::vector<double> v(n + 1, 0.0);
+    std::uint64_t h = 0;
+    if (g_.dp_rank == 0)
+      for (const auto& L : locals_) {
+        v[L.topo] = static_cast<double>(topo_.mask_of(L.topo).active());
+        h ^= msparse::splitmix64(topo_.mask_of(L.topo).checksum() ^ (L.topo * 0x9E3779B97F4A7C15ull) ^ g_.tp_rank);
+      }
+    MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &h, 1, MPI_UINT64_T, MPI_BXOR, MPI_COMM_WORLD);
+    checksum_ = h;
+    densities_.assign(n, 1.0);
+    double on = 0, all = 0;
+    for (std::size_t i = 0; i + 1 < n; ++i) {  // every block layer (the LM head stays dense)
+      const double size = static_cast<double>(topo_.layer(i).size());
+      densities_[i] = active() ? v[i] / size : 1.0;
+      on += densities_[i] * size;
+      all += size;
+    }
+    density_ = all > 0 ? on / all : 1.0;
+  }
+  // After an update: per-layer counts at their targets, inactive weights and moments exactly
+  // zero, masks identical on every DP replica. Failures are printed and make the run fail.
+  void check(std::int64_t step) {
+    int bad = 0;
+    const auto want = topo_.target_active(step);
+    for (const auto& L : locals_) {
+      const auto& m = topo_.mask_of(L.topo);
+      if (m.active() != want[L.topo]) {
+        std::fprintf(stderr, "sparsity check (rank %d, step %lld): %s has %zu active weights, target %zu\n", world_rank_,
+                     static_cast<long long>(step), topo_.layer(L.topo).name.c_str(), m.active(), want[L.topo]);
+        ++bad;
+      }
+      const float* w = model_->params.data() + L.offset;
+      const float* am = adam_->m.data() + L.offset;
+      const float* av = adam_->v.data() + L.offset;
+      std::size_t nz = 0;
+      for (std::size_t j = 0; j < m.size(); ++j)
+        if (!m[j] && (w[j] != 0.f || am[j] != 0.f || av[j] != 0.f)) ++nz;
+      if (nz) {
+        std::fprintf(stderr, "sparsity check (rank %d, step %lld): %s has %zu inactive weights or moments != 0\n",
+                     world_rank_, static_cast<long long>(step), topo_.layer(L.topo).name.c_str(), nz);
+        ++bad;
+      }
+    }
+    // DP replicas: every rank's mask checksum against DP replica 0 of its (pp, tp) place
+    std::uint64_t mine = topo_.checksum();
+    int size = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    std::vector<std::uint64_t> all(static_cast<std::size_t>(size));
+    MPI_Allgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD);
+    // rank = tp + TP * (dp + DP * pp): replica 0 of my place is rank - TP * dp_rank
+    const int ref = world_rank_ - g_.tp * g_.dp_rank;
+    if (all[static_cast<std::size_t>(ref)] != mine) {
+      std::fprintf(stderr, "sparsity check (rank %d, step %lld): masks differ from DP replica 0 (rank %d): %016llx vs %016llx\n",
+                   world_rank_, static_cast<long long>(step), ref, static_cast<unsigned long long>(mine),
+                   static_cast<unsigned long long>(all[static_cast<std::size_t>(ref)]));
+      ++bad;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    failures_ += bad;
+  }
+
+  config cfg_;
+  sparsity_config sc_;
+  stage_model* model_ = nullptr;
+  adamw* adam_ = nullptr;
+  grid_place g_;
+  int world_rank_ = 0;
+  msparse::sparse_topology topo_;
+  msparse::attention::hybrid hsa_;
+  msparse::flop_counter flops_;
+  msparse::step_flops last_{};
+  std::vector<local_layer> locals_;
+  std::vector<int> slot_;
+  std::vector<double> densities_;
+  std::vector<float> buf_, delta_;
+  double density_ = 1.0, saved_bytes_ = 0;
+  std::uint64_t checksum_ = 0;
+  std::int64_t step_ = 0;
+  bool dense_grad_ = false, sparse_attn_ = false, updated_ = false;
+  int failures_ = 0;
+  msparse::sparse_topology pending_topo_;
+  msparse::flop_counter pending_flops_;
+  bool pending_ = false;
+};
+
+}  // namespace gpt
