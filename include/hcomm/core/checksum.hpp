@@ -94,7 +94,7 @@ HCOMM_HOST_DEVICE std::uint64_t hash64(const void* data, std::size_t len, std::u
 
 inline constexpr std::size_t checksum_block_bytes = 64 * 1024;
 
-constexpr std::size_t checksum_blocks(std::size_t bytes) noexcept {
+HCOMM_HOST_DEVICE constexpr std::size_t checksum_blocks(std::size_t bytes) noexcept {
   return (bytes + checksum_block_bytes - 1) / checksum_block_bytes;
 }
 

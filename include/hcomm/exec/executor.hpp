@@ -4,6 +4,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace hcomm::exec {
 
@@ -16,7 +17,7 @@ struct probe_kernel {
 template <class E>
 concept executor = requires(const E& e, void* p, const void* cp, std::size_t n, const std::uint64_t* in,
                             std::uint64_t* out) {
-  { E::is_device } -> std::convertible_to<bool>;
+  typename std::bool_constant<E::is_device>;  // a static constexpr bool, not a data member
   e.for_each(n, detail::probe_kernel{});
   e.exclusive_scan(in, out, n);
   { e.allocate(n) } -> std::same_as<void*>;

@@ -61,6 +61,8 @@ concept compression_tag = detail::is_lossy_tag<T>::value || detail::is_lossless_
 // Compressor<P>: wraps a compression tag; the slot a typed communicator looks for.
 template <class P>
 struct Compressor {
+  // Completing P first makes the tag's own checks (e.g. Lossy<0>) fire here.
+  static_assert(sizeof(P) > 0);
   static_assert(compression_tag<P>,
                 "hcomm: Compressor<P> takes Lossless, LosslessDim<D>, Lossy<Rate> or Uncompressed");
   using tag = P;
