@@ -12,6 +12,7 @@
 #pragma once
 #include <algorithm>
 #include <concepts>
+#include <memory>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -60,7 +61,10 @@ struct config {
 
 inline std::string to_string(const config& c) {
   std::string s = codec_name(c.codec);
-  if (c.codec != codec_id::none) s += ":" + std::to_string(c.param);
+  if (c.codec != codec_id::none) {
+    s += ':';
+    s += std::to_string(c.param);
+  }
   return s;
 }
 
@@ -245,9 +249,13 @@ class engine {
     if (c.type != dtype_of<T>)
       fail(errc::mismatch, "config says " + std::string(to_string(c.type)) + ", data is " +
                                std::string(to_string(dtype_of<T>)));
-    std::vector<std::byte> out(max_frame_bytes(c, in.size()));
-    out.resize(compress(c, in.data(), in.size(), out.data(), out.size()));
-    return out;
+    // The bound assumes every value could need the codec's side channel (ZFP's non-finite
+    // list), so it is several times the typical frame: compress into uninitialised scratch
+    // and return an exact-size copy instead of zero-filling the bound.
+    const std::size_t bound = max_frame_bytes(c, in.size());
+    auto scratch = std::make_unique_for_overwrite<std::byte[]>(bound);
+    const std::size_t used = compress(c, in.data(), in.size(), scratch.get(), bound);
+    return std::vector<std::byte>(scratch.get(), scratch.get() + used);
   }
   template <floating_element T>
   frame_info decompress(std::span<const std::byte> frame, std::span<T> out)
