@@ -47,7 +47,7 @@ void check_against_reference(const layout& lay, std::size_t d, unsigned seed) {
 }
 }  // namespace
 
-TEST_CASE("block-sparse attention equals masked dense attention, forward and backward", "[attention]") {
+TEST_CASE("block-sparse attention equals masked dense attention / forward and backward", "[attention]") {
   const std::size_t d = 24;
   unsigned seed = 10;
   for (auto kind : {pattern::dense, pattern::local, pattern::strided, pattern::local_strided, pattern::fixed}) {
@@ -66,7 +66,7 @@ TEST_CASE("block-sparse attention equals masked dense attention, forward and bac
   check_against_reference(layout::from_blocks(keep, 128, 16), 16, 99);
 }
 
-TEST_CASE("a sparse layout really skips blocks, and the reference detects a wrong mask", "[attention]") {
+TEST_CASE("a sparse layout really skips blocks and the reference detects a wrong mask", "[attention]") {
   const auto lay = layout::cover({pattern::local, 32}, 256, 32);
   // local with stride = block: the diagonal and the first sub-diagonal only.
   CHECK(lay.kept_blocks() == 8 + 7);
@@ -121,7 +121,7 @@ TEST_CASE("packed qkv heads through leading dimensions", "[attention]") {
     }
 }
 
-TEST_CASE("pattern fractions at T = 1024, stride 128 (MST: 23%, 1%, 24%, 13%)", "[attention]") {
+TEST_CASE("pattern fractions at T = 1024 / stride 128 (MST: 23% / 1% / 24% / 13%)", "[attention]") {
   const std::size_t T = 1024;
   const double causal = double(T * (T + 1) / 2);
   // Element-level (the paper's masks), closed forms:

@@ -35,7 +35,7 @@ TEST_CASE("dense step equals the closed form", "[flops]") {
   CHECK(s.reduction() == 1.0);
 }
 
-TEST_CASE("sparse step: per-layer densities, attention density, topology updates", "[flops]") {
+TEST_CASE("sparse step: per-layer densities / attention density / topology updates", "[flops]") {
   flop_counter fc(tiny(), 3);
   // qkv 0.5, out 0.25, fc 0.125, proj 0.125 in both blocks; LM head 0.5; attention 0.4.
   std::vector<double> d{0.5, 0.25, 0.125, 0.125, 0.5, 0.25, 0.125, 0.125, 0.5};
@@ -61,7 +61,7 @@ TEST_CASE("sparse step: per-layer densities, attention density, topology updates
   CHECK(fd.count(d2, 0.4, true).actual.topology == Approx(2 * 12 * (1536 - 352)).epsilon(1e-15));
 }
 
-TEST_CASE("cumulative totals, topology-driven counting, bytes and JSON", "[flops]") {
+TEST_CASE("cumulative totals / topology-driven counting / bytes and JSON", "[flops]") {
   const auto g = tiny();
   flop_counter fc(g, 3);
   const auto layers = fc.layers();

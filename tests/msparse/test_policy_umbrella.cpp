@@ -3,7 +3,7 @@
 
 #include <catch2/catch.hpp>
 
-TEST_CASE("msparse.hpp exposes policies, schedule, topology, attention and flops", "[umbrella]") {
+TEST_CASE("msparse.hpp exposes policies - schedule - topology - attention - flops", "[umbrella]") {
   static_assert(msparse::growth_policy<msparse::Growth<msparse::Mixed<>>>);
   static_assert(msparse::sparsity_phase_policy<msparse::SparsityPhase<msparse::Restore>>);
   msparse::gpt_shape g;

@@ -8,7 +8,7 @@
 
 using namespace msparse;
 
-TEST_CASE("MST schedule: warm-up stages, ultra plateau, stepwise restoration", "[schedule]") {
+TEST_CASE("MST schedule: warm-up stages / ultra plateau / stepwise restoration", "[schedule]") {
   mst_options o;
   o.total_steps = 10000;
   o.warmup_fraction = 0.2;
@@ -53,7 +53,7 @@ TEST_CASE("MST schedule: warm-up stages, ultra plateau, stepwise restoration", "
   CHECK_FALSE(s.sparse_attention(2000));
 }
 
-TEST_CASE("update steps every dT and at every target change; cosine drop fraction", "[schedule]") {
+TEST_CASE("update steps every dT and at every target change / cosine drop fraction", "[schedule]") {
   schedule_config c;
   c.total_steps = 1000;
   c.warmup_end = 300;

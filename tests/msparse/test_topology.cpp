@@ -101,7 +101,7 @@ TEST_CASE("prune/grow counts as specified", "[topology]") {
   CHECK(a.grow == 0);
 }
 
-TEST_CASE("MST run: density equals target after every update; pruned zero; grown zero with reset moments",
+TEST_CASE("MST run: density equals target after every update / pruned zero / grown zero with reset moments",
           "[topology]") {
   const auto layers = small_model();
   const auto sched = small_mst(400);
@@ -165,7 +165,7 @@ TEST_CASE("MST run: density equals target after every update; pruned zero; grown
   CHECK(topo.last_step() > 0);
 }
 
-TEST_CASE("RigL grows exactly the largest |gradient| among inactive positions; SET does not need gradients",
+TEST_CASE("RigL grows exactly the largest |gradient| among inactive positions / SET does not need gradients",
           "[topology]") {
   const std::size_t R = 40, C = 50, N = R * C;
   mask m(R, C);
@@ -209,7 +209,7 @@ TEST_CASE("RigL grows exactly the largest |gradient| among inactive positions; S
                   hcomm::error);
 }
 
-TEST_CASE("identical seeds give identical masks; a different seed differs", "[topology]") {
+TEST_CASE("identical seeds give identical masks / a different seed differs", "[topology]") {
   const auto layers = small_model();
   auto run = [&](std::uint64_t seed, const growth_rule& rule, const schedule& s) {
     sparse_topology topo(layers, s, rule, distribution_kind::erk, seed);
@@ -250,7 +250,7 @@ TEST_CASE("identical seeds give identical masks; a different seed differs", "[to
   for (std::int64_t t = 0; t < 100; ++t) CHECK_FALSE(d.is_update_step(t));
 }
 
-TEST_CASE("checkpoint bytes restore masks, schedule, rule and seed; a resumed run matches", "[topology]") {
+TEST_CASE("checkpoint bytes restore masks / schedule / rule and seed / a resumed run matches", "[topology]") {
   const auto layers = small_model();
   const auto sched = small_mst(300);
   auto make = [&] { return sparse_topology(layers, sched, rule_of<Mixed<3>>(), distribution_kind::erk, 99); };
@@ -348,7 +348,7 @@ TEST_CASE("TP: masks shard with their weights", "[topology]") {
   }
 }
 
-TEST_CASE("mask basics: checksum, randomize count, bytes", "[mask]") {
+TEST_CASE("mask basics: checksum / randomize count / bytes", "[mask]") {
   mask a(33, 17);
   a.randomize(100, counter_rng(1, 0, 0));
   CHECK(a.active() == 100);
@@ -376,7 +376,7 @@ TEST_CASE("mask basics: checksum, randomize count, bytes", "[mask]") {
   }
 }
 
-TEST_CASE("ties break by index; dense-side restoration uses the list path; counts hold", "[topology]") {
+TEST_CASE("ties break by index / dense-side restoration uses the list path / counts hold", "[topology]") {
   // All weights equal: the pruned ones are the lowest-index active positions.
   const std::size_t N = 1000;
   mask m(10, 100, true);
