@@ -18,6 +18,7 @@ MODEL=${MODEL:-tiny}
 EXTRA=${EXTRA:-"--layers 4 --heads 8"}
 NET=${NET:-}
 OUT=${OUT:-bench/model/out}
+EXE=$(readlink -f "$EXE")
 [ -x "$EXE" ] || { echo "bench_schemes: no $EXE (build the train_gpt target or set TRAIN_GPT)" >&2; exit 2; }
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -30,9 +31,9 @@ for s in $SCHEMES; do
         --compress-min-bytes 0 --data "$PWD/data/kjv.txt" --metrics "$OUT/$name.jsonl" --quiet --sample 0)
   rm -f "$OUT/$name.jsonl"
   if [ -n "$NET" ]; then
-    scripts/netns-mpirun.sh --ranks 8 --rate "$NET" -- "$PWD/$EXE" "${args[@]}" >&2
+    scripts/netns-mpirun.sh --ranks 8 --rate "$NET" -- "$EXE" "${args[@]}" >&2 || echo "bench_schemes: $s failed" >&2
   else
-    mpiexec --oversubscribe -n 8 -x OMP_NUM_THREADS "$EXE" "${args[@]}" >&2
+    mpiexec --oversubscribe -n 8 -x OMP_NUM_THREADS "$EXE" "${args[@]}" >&2 || echo "bench_schemes: $s failed" >&2
   fi
   files+=("$OUT/$name.jsonl")
 done

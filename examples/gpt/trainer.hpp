@@ -417,6 +417,7 @@ class trainer {
       const double saved = total_bytes_[a].raw - total_bytes_[a].sent;
       std::printf(", %s %.2f MB saved of %.2f MB", names[a], saved / 1e6, total_bytes_[a].raw / 1e6);
     }
+    if (tied_bytes_ > 0) std::printf(" (+ tied embedding exchange, plain MPI, on the first/last stage)");
     std::printf("\n");
     const auto& F = sp_.total_flops();
     std::printf("summary: training FLOPs actual %.4g dense %.4g (%.2fx fewer), sparsity %s, final density %.4f, dp packed saved %.2f MB\n",
