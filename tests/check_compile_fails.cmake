@@ -1,5 +1,5 @@
-# Must-not-compile driver for tests/comm (cmake -P), like tests/core's but with MPI's include
-# directory: compiles SRC with -fsyntax-only and passes only if the compiler rejects it with
+# Must-not-compile driver (cmake -P) shared by tests/core and tests/comm: compiles SRC with
+# -fsyntax-only and passes only if the compiler rejects it with
 # output matching SRC's single "// expect: <regex>" line. -DMODE=pass requires it to compile.
 #   cmake -DCXX=g++ -DSRC=f.cpp -DINCS="a;b;c" [-DMODE=pass] -P check_compile_fails.cmake
 set(flags -std=c++20 -fsyntax-only -DOMPI_SKIP_MPICXX=1)
