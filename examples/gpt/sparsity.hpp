@@ -40,7 +40,9 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -183,6 +185,7 @@ class sparse_trainer final : public block_ops {
     bool dense_path = true;   // mask full: sgemm
     msparse::layer::sparse_linear<> lin{1, 1, false};
     std::vector<float> gpacked, gdense;
+    const float* tiled_x = nullptr;  // input whose tiles the layer holds (last forward/backward)
   };
 
   void setup(const config& c, const sparsity_config& s, stage_model& model, adamw& adam, grid_place g) {
@@ -192,6 +195,8 @@ class sparse_trainer final : public block_ops {
     adam_ = &adam;
     g_ = g;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+    // this rank's DP group (same pp and tp), rank = tp + TP * (dp + DP * pp)
+    if (s.sparse()) MPI_Comm_split(MPI_COMM_WORLD, world_rank_ % g.tp + g.tp * (world_rank_ / (g.tp * g.dp)), g.dp_rank, &dp_mpi_);
     const msparse::gpt_shape shape{static_cast<std::size_t>(c.layers), static_cast<std::size_t>(c.channels),
                                    static_cast<std::size_t>(c.heads), static_cast<std::size_t>(c.block),
                                    static_cast<std::size_t>(c.vocab), false};
@@ -272,6 +277,7 @@ class sparse_trainer final : public block_ops {
     dense_grad_ = topo_.needs_dense_gradient(step);
     sparse_attn_ = topo_.sched().sparse_attention(step);
     for (auto& L : locals_) {
+      L.tiled_x = nullptr;  // the buffers get new activations this step
       if (L.dense_path) continue;
       L.lin.weight().gather_from(model_->params.data() + L.offset);  // AdamW moved the values
       std::fill(L.gpacked.begin(), L.gpacked.end(), 0.f);
@@ -297,6 +303,14 @@ class sparse_trainer final : public block_ops {
       for (auto& L : locals_)
         if (!L.dense_path) L.lin.weight().scatter_values(L.gpacked.data(), grads.data() + L.offset);
       dp.allreduce(std::span<float>(grads));
+      // a lossy all-reduce leaves noise at inactive positions: the gradient there is zero
+      for (auto& L : locals_)
+        if (!L.dense_path) {
+          float* g = grads.data() + L.offset;
+          L.lin.weight().gather_values(g, L.gpacked.data());
+          std::fill(g, g + L.rows * L.cols, 0.f);
+          L.lin.weight().scatter_values(L.gpacked.data(), g);
+        }
     } else {
       // [dense tensors..., packed sparse layers...] in the stage's tensor order
       buf_.clear();
@@ -324,7 +338,10 @@ class sparse_trainer final : public block_ops {
       buf_.clear();
       for (const auto& L : locals_)
         if (!L.dense_path) buf_.insert(buf_.end(), L.gdense.begin(), L.gdense.end());
-      dp.allreduce(std::span<float>(buf_));
+      // error feedback keeps one residual shaped like the gradient buffer: this second
+      // buffer goes over plain MPI then (it only ranks candidates for growth)
+      if (can_pack) dp.allreduce(std::span<float>(buf_));
+      else MPI_Allreduce(MPI_IN_PLACE, buf_.data(), static_cast<int>(buf_.size()), MPI_FLOAT, MPI_SUM, dp_mpi_);
       std::size_t at = 0;
       for (auto& L : locals_)
         if (!L.dense_path) {
@@ -441,6 +458,7 @@ class sparse_trainer final : public block_ops {
     local_layer* L = sparse_layer(layer, which);
     if (!L) return false;
     L->lin.forward(x, static_cast<std::size_t>(N), out);
+    L->tiled_x = x;  // the layer keeps x's tiles: its backward on the same micro-batch reuses them
     return true;
   }
   bool linear_backward(int layer, int which, float* dx, const float* dout, const float* x, std::int64_t N,
@@ -448,8 +466,13 @@ class sparse_trainer final : public block_ops {
     local_layer* L = sparse_layer(layer, which);
     if (!L) return false;
     const auto n = static_cast<std::size_t>(N);
-    L->lin.backward_input(dout, n, dx, accumulate_dx);             // dX = dY W       (SpMM on W^T)
-    L->lin.backward_weight(dout, x, n, L->gpacked.data(), true);   // dW[active] += (dY^T X)  (SDDMM)
+    // dX = dY W (SpMM on W^T) and dW[active] += (dY^T X) (SDDMM, accumulated over micro-
+    // batches) in one call, dY tiled once; x's tiles come from the forward when it was the
+    // last forward of this layer (activations are per micro-batch, so the pointer says which)
+    if (!accumulate_dx) std::fill(dx, dx + n * static_cast<std::size_t>(L->cols), 0.f);
+    const bool reuse = L->tiled_x == x;
+    L->lin.backward(dout, reuse ? nullptr : x, n, dx, L->gpacked.data(), nullptr, true);
+    L->tiled_x = x;
     if (dense_grad_)  // topology-update step of a gradient-growth rule: dW everywhere (sgemm)
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(L->rows), static_cast<int>(L->cols),
                   static_cast<int>(N), 1.f, dout, static_cast<int>(L->rows), x, static_cast<int>(L->cols), 1.f,
@@ -573,6 +596,13 @@ class sparse_trainer final : public block_ops {
         ++bad;
       }
     }
+    // the whole model's density against the schedule (per-layer rounding: well under 1e-3)
+    if (std::fabs(density_ - target_density(step)) > 1e-3) {
+      if (world_rank_ == 0)
+        std::fprintf(stderr, "sparsity check (step %lld): overall density %.6f, schedule target %.6f\n",
+                     static_cast<long long>(step), density_, target_density(step));
+      ++bad;
+    }
     // DP replicas: every rank's mask checksum against DP replica 0 of its (pp, tp) place
     std::uint64_t mine = topo_.checksum();
     int size = 1;
@@ -610,6 +640,7 @@ class sparse_trainer final : public block_ops {
   std::int64_t step_ = 0;
   bool dense_grad_ = false, sparse_attn_ = false, updated_ = false;
   int failures_ = 0;
+  MPI_Comm dp_mpi_ = MPI_COMM_NULL;  // not freed: lives until MPI_Finalize
   msparse::sparse_topology pending_topo_;
   msparse::flop_counter pending_flops_;
   bool pending_ = false;
