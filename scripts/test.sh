@@ -14,7 +14,7 @@ status=0
 echo "== sanitizer build (ASan + UBSan): codec and core tests =="
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHCOMM_SANITIZE=ON \
       -DHCOMM_ENABLE_CUDA=OFF -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=OFF -DHCOMM_BUILD_TOOLS=ON \
-      -DHCOMM_TEST_AREAS="core;codec" >build-asan.log 2>&1 \
+      -DHCOMM_TEST_AREAS="core;codec" -DHCOMM_TOOLS=hcomm-codec >build-asan.log 2>&1 \
   || { cat build-asan.log; exit 1; }
 cmake --build build-asan -j "$JOBS" >>build-asan.log 2>&1 || { tail -50 build-asan.log; exit 1; }
 # ASan needs to own the process's memory map: leaks are reported, OpenMPI is not exercised here.
