@@ -29,6 +29,12 @@ def load(path):
     return rows
 
 
+def flops_of(r):
+    """Cumulative training FLOPs: a number, or {"dense": F, "actual": F} (the FLOPs done)."""
+    f = r.get("flops", float("nan"))
+    return f.get("actual", float("nan")) if isinstance(f, dict) else f
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("files", nargs="+", help="metrics files written by train_gpt --metrics")
@@ -47,10 +53,10 @@ def main():
         rows = load(path)
         step = [r["step"] for r in rows]
         loss = [r["loss"] for r in rows]
-        flops = [r.get("flops", float("nan")) for r in rows]
+        flops = [flops_of(r) for r in rows]
         line, = ax[0].plot(step, loss, label=f"{label} train")
         ax[1].plot(flops, loss, color=line.get_color(), label=f"{label} train")
-        val = [(r["step"], r.get("flops", float("nan")), r["val_loss"]) for r in rows if "val_loss" in r]
+        val = [(r["step"], flops_of(r), r["val_loss"]) for r in rows if "val_loss" in r]
         if val:
             ax[0].plot([v[0] for v in val], [v[2] for v in val], "o--", color=line.get_color(), label=f"{label} val")
             ax[1].plot([v[1] for v in val], [v[2] for v in val], "o--", color=line.get_color(), label=f"{label} val")

@@ -1,0 +1,56 @@
+#!/bin/sh
+# bench/msparse/mst_experiment.sh: Mixed Sparsity Training against its baselines in train_gpt,
+# same model, data, steps and tokens: dense, static sparse, SET, RigL, MST. Writes one
+# metrics file per method, a summary table (final validation loss, training FLOPs actual
+# and dense-equivalent, wall time) and a plot.
+#
+#   bench/msparse/mst_experiment.sh                      # small model, 150 steps, 1 rank, 1 thread
+#   STEPS=300 MODEL=small OUT=/tmp/mst bench/msparse/mst_experiment.sh
+#   TRAIN_GPT=build/examples/gpt/train_gpt EXTRA="--dt 10" bench/msparse/mst_experiment.sh
+#
+# Static/SET/RigL run at a constant SPARSITY (default 0.9, ERK), MST at its default schedule
+# (dense -> 0.8 in 4 warm-up stages over the first quarter, 0.9 for the middle half, back
+# to 0.75 in 3 stages; topology updates every steps/20; Hybrid Sparse Attention during
+# warm-up). Wall time is the process's elapsed time (sum of step times in the table as well):
+# on a shared machine it is noisy, so say so next to any number taken from here.
+set -eu
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+TRAIN_GPT=${TRAIN_GPT:-$ROOT/build/examples/gpt/train_gpt}
+MODEL=${MODEL:-small}
+STEPS=${STEPS:-150}
+SPARSITY=${SPARSITY:-0.9}
+EVAL_EVERY=${EVAL_EVERY:-25}
+EVAL_BATCHES=${EVAL_BATCHES:-8}
+DATA=${DATA:-$ROOT/data/kjv.txt}
+OUT=${OUT:-$ROOT/bench/msparse/mst_runs}
+METHODS=${METHODS:-"dense static set rigl mst"}
+EXTRA=${EXTRA:-}
+MST_EXTRA=${MST_EXTRA:-}     # options for the mst run only (e.g. "--hsa-frac 0.5")
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+mkdir -p "$OUT"
+[ -x "$TRAIN_GPT" ] || { echo "no train_gpt at $TRAIN_GPT (set TRAIN_GPT=...)" >&2; exit 1; }
+{
+  echo "date: $(date -u)"
+  echo "host: $(uname -srm), $(nproc) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "config: model $MODEL, steps $STEPS, sparsity $SPARSITY, eval every $EVAL_EVERY x $EVAL_BATCHES batches, threads $OMP_NUM_THREADS, extra '$EXTRA', mst extra '$MST_EXTRA'"
+} > "$OUT/conditions.txt"
+for m in $METHODS; do
+  echo "== $m"
+  more=$EXTRA
+  [ "$m" = mst ] && more="$EXTRA $MST_EXTRA"
+  t0=$(date +%s.%N)
+  # shellcheck disable=SC2086
+  "$TRAIN_GPT" --model "$MODEL" --steps "$STEPS" --eval-every "$EVAL_EVERY" --eval-batches "$EVAL_BATCHES" \
+      --data "$DATA" --sample 0 --sparsity "$m" --sparsity-target "$SPARSITY" --metrics "$OUT/$m.jsonl" $more \
+      > "$OUT/$m.log"
+  t1=$(date +%s.%N)
+  echo "$m $(echo "$t1 - $t0" | bc)" >> "$OUT/wall.txt.tmp"
+  grep '^summary' "$OUT/$m.log"
+  echo "load after $m: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/conditions.txt"
+done
+mv "$OUT/wall.txt.tmp" "$OUT/wall.txt"
+/usr/bin/python3 "$ROOT/bench/msparse/mst_summary.py" "$OUT" | tee "$OUT/summary.md"
+files=""
+for m in $METHODS; do files="$files $OUT/$m.jsonl"; done
+# shellcheck disable=SC2086
+/usr/bin/python3 "$ROOT/scripts/plot_metrics.py" $files -o "$OUT/mst_experiment.png" || echo "(no plot: matplotlib missing?)"

@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""Summarises bench/msparse/mst_experiment.sh runs: one row per method with the final
+validation loss, training FLOPs (actual and dense-equivalent, from train_gpt's metrics),
+the FLOP reduction, wall time, and each against dense.
+
+    /usr/bin/python3 bench/msparse/mst_summary.py OUTDIR    # reads OUTDIR/<method>.jsonl, wall.txt
+"""
+import json
+import os
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else "bench/msparse/mst_runs"
+    wall = {}
+    wp = os.path.join(out, "wall.txt")
+    if os.path.exists(wp):
+        for line in open(wp):
+            k, v = line.split()
+            wall[k] = float(v)
+    order = ["dense", "static", "set", "rigl", "mst"]
+    rows = {}
+    for m in order:
+        p = os.path.join(out, m + ".jsonl")
+        if not os.path.exists(p):
+            continue
+        r = load(p)
+        vals = [x for x in r if "val_loss" in x]
+        last = r[-1]
+        rows[m] = {
+            "steps": last["step"],
+            "val": vals[-1]["val_loss"] if vals else float("nan"),
+            "train": last["loss"],
+            "actual": last["flops"]["actual"],
+            "dense": last["flops"]["dense"],
+            "step_s": sum(x["ms"] for x in r) / 1e3,
+            "wall": wall.get(m, float("nan")),
+            "density": last.get("density", 1.0),
+            "avg_density": sum(x.get("density", 1.0) for x in r) / len(r),
+        }
+    if not rows:
+        sys.exit(f"no metrics in {out}")
+    ref = rows.get("dense")
+    print("| method | steps | final val loss | vs dense | train FLOPs (actual) | dense-equivalent | FLOP reduction | "
+          "mean density | wall s | sum of step times s | wall vs dense |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for m, x in rows.items():
+        dv = f"{(x['val'] / ref['val'] - 1) * 100:+.2f}%" if ref else "-"
+        dw = f"{x['wall'] / ref['wall']:.2f}x" if ref and ref["wall"] == ref["wall"] else "-"
+        print(f"| {m} | {x['steps']} | {x['val']:.4f} | {dv} | {x['actual']:.3e} | {x['dense']:.3e} | "
+              f"{x['dense'] / x['actual']:.2f}x | {x['avg_density']:.3f} | {x['wall']:.1f} | {x['step_s']:.1f} | {dw} |")
+
+
+if __name__ == "__main__":
+    main()
