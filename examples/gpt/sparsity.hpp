@@ -268,6 +268,26 @@ class sparse_trainer final : public block_ops {
   }
 
   bool active() const { return sc_.sparse(); }
+  // One line for the banner: method, stages (begin:sparsity), dT, HSA window and pattern.
+  std::string describe() const {
+    if (!active()) return "sparsity: dense";
+    const auto& c = topo_.sched().config();
+    std::string r = "sparsity: " + sc_.method + ", stages";
+    char b[96];
+    for (const auto& st : c.stages) {
+      std::snprintf(b, sizeof b, " %lld:%.3g", static_cast<long long>(st.begin), st.sparsity);
+      r += b;
+    }
+    std::snprintf(b, sizeof b, ", dT %lld, zeta %.3g, %s", static_cast<long long>(c.update_interval), c.zeta,
+                  sc_.distribution.c_str());
+    r += b;
+    if (c.hsa_end > 0) {
+      std::snprintf(b, sizeof b, ", HSA %s steps [0, %lld) at %.3f of causal entries", sc_.hsa_pattern.c_str(),
+                    static_cast<long long>(c.hsa_end), hsa_.sparse().kept_fraction());
+      r += b;
+    }
+    return r;
+  }
   const msparse::sparse_topology& topology() const { return topo_; }
 
   // ---- per step --------------------------------------------------------------------------

@@ -404,6 +404,7 @@ class trainer {
                 to_string(cfg_.arch), cfg_.layers, cfg_.channels, cfg_.heads, cfg_.block, n_params() / 1e6,
                 cfg_.batch, grid_.dp_size(), model_.n_micro(), model_.micro(), grid_.dp_size(), grid_.pp_size(),
                 grid_.tp_size(), opt_.scheme.c_str());
+    if (sp_.active()) std::printf("%s\n", sp_.describe().c_str());
     if (step_ > 0) std::printf("resumed at step %lld\n", static_cast<long long>(step_));
     std::fflush(stdout);
   }
