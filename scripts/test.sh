@@ -26,6 +26,8 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 echo "== full build: all tests =="
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >build.log 2>&1 || { cat build.log; exit 1; }
 cmake --build build -j "$JOBS" >>build.log 2>&1 || { tail -50 build.log; exit 1; }
+# Tests that skip say why (e.g. no CUDA device); ctest only shows "Skipped", so print it here.
+ctest --test-dir build -L cuda --verbose 2>&1 | grep -a "SKIPPED" || true
 # The fuzz label already ran above, under the sanitizers.
 ctest --test-dir build --output-on-failure -j "$JOBS" -LE fuzz || status=1
 exit $status
