@@ -69,6 +69,69 @@ inline std::vector<index_t> panel_pointers(const index_t* line_ptr, const index_
   return ptr;
 }
 
+// A copy of a pattern's index in "panel-blocked" order, for the CPU kernels (built once per
+// topology update, next to the format; see kernels/spmm.hpp, spmm_blocked). The lines (rows
+// of a CSR, columns of a CSC) are cut into blocks of R lines and the extent into panels of F
+// indices; entries are ordered by (block, panel, line, then the source's order), so a
+// kernel that sweeps one panel over a block's lines reads index and values strictly
+// sequentially. Segment s = (b * n_panels + q) * R + i holds line b*R+i's entries in panel
+// q: [seg[s], seg[s+1]) (lines past the end are empty). src[p] is the entry's position in
+// the source's packed order (the CSR values), so values and gradients are moved between the
+// two orders with one gather or scatter of nnz floats per call.
+struct blocked_pattern {
+  std::size_t lines = 0, extent = 0, rows_per_block = 1, panel_width = 1, n_panels = 1, n_blocks = 0;
+  std::vector<index_t> seg{0}, idx, src;
+
+  std::size_t nnz() const noexcept { return idx.size(); }
+  std::size_t segments() const noexcept { return n_blocks * n_panels * rows_per_block; }
+  // First entry of block b (entries of a block are contiguous).
+  index_t block_begin(std::size_t b) const noexcept { return seg[b * n_panels * rows_per_block]; }
+  std::size_t bytes() const noexcept { return (seg.size() + idx.size() + src.size()) * sizeof(index_t); }
+  // out[p] = packed[src[p]]
+  void gather(const float* packed, float* out) const {
+    const std::size_t n = nnz();
+    for (std::size_t p = 0; p < n; ++p) out[p] = packed[src[p]];
+  }
+  // packed[src[p]] (+)= in[p]
+  void scatter(const float* in, float* packed, bool accumulate) const {
+    const std::size_t n = nnz();
+    if (accumulate)
+      for (std::size_t p = 0; p < n; ++p) packed[src[p]] += in[p];
+    else
+      for (std::size_t p = 0; p < n; ++p) packed[src[p]] = in[p];
+  }
+
+  // From line pointers (lines + 1), indices along the extent and (optional, null = identity)
+  // source positions of a CSR or CSC.
+  static blocked_pattern build(const index_t* line_ptr, const index_t* index, const index_t* source, std::size_t lines,
+                               std::size_t extent, std::size_t R, std::size_t F) {
+    blocked_pattern b;
+    b.lines = lines;
+    b.extent = extent;
+    b.rows_per_block = R = std::max<std::size_t>(1, R);
+    b.panel_width = F = std::max<std::size_t>(1, F);
+    b.n_panels = extent == 0 ? 1 : (extent + F - 1) / F;
+    b.n_blocks = (lines + R - 1) / R;
+    const std::size_t P = b.n_panels, S = b.segments();
+    std::vector<index_t> cnt(S + 1, 0);
+    auto seg_of = [&](std::size_t r, index_t k) { return ((r / R) * P + k / F) * R + r % R; };
+    for (std::size_t r = 0; r < lines; ++r)
+      for (index_t p = line_ptr[r]; p < line_ptr[r + 1]; ++p) ++cnt[seg_of(r, index[p]) + 1];
+    for (std::size_t s = 0; s < S; ++s) cnt[s + 1] += cnt[s];
+    b.seg = cnt;
+    const std::size_t n = line_ptr[lines];
+    b.idx.resize(n);
+    b.src.resize(n);
+    for (std::size_t r = 0; r < lines; ++r)
+      for (index_t p = line_ptr[r]; p < line_ptr[r + 1]; ++p) {
+        const index_t q = cnt[seg_of(r, index[p])]++;
+        b.idx[q] = index[p];
+        b.src[q] = source ? source[p] : p;
+      }
+    return b;
+  }
+};
+
 class sparse_matrix {
  public:
   sparse_matrix() = default;

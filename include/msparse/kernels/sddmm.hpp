@@ -93,4 +93,78 @@ struct sddmm_tiles {
   }
 };
 
+
+// The same gradient over a panel-blocked index (format::blocked_pattern), written in that
+// blocked order (the layer scatters it to the format's order). One item = a block of R
+// weight rows (it owns their gradients: no atomics, deterministic sums). Token tiles are
+// the outer loop; inside a tile the block's rows are swept once per panel of F features,
+// so the panel of the X tile (F x 64 floats) stays in L1 (see spmm_blocked). A row's 64
+// dY values of the tile sit in 8 registers; 4 active weights at a time: 4 accumulators of
+// 8 FMAs each against the weights' X^T rows (one load per FMA), one shuffle-tree reduction
+// for the 4 sums (half the reductions per FMA of the 32-token form above).
+template <int R = 64>
+struct sddmm_blocked {
+  static constexpr int T = 64;
+
+  const index_t* seg;     // n_blocks * n_panels * R + 1
+  std::size_t n_panels;   // >= 1
+  const index_t* col;     // nnz, blocked order
+  const float* dyt;       // dY in tiles: n_tiles * rows * T
+  const float* xt;        // X in tiles: n_tiles * K * T
+  float* out;             // nnz, blocked order (written, not accumulated)
+  std::size_t rows, K, tokens;
+
+  HCOMM_HOST_DEVICE std::size_t items() const { return (rows + R - 1) / R; }
+
+  HCOMM_HOST_DEVICE void operator()(std::size_t b) const {
+    const std::size_t r0 = b * R;
+    const std::size_t nr = min_of<std::size_t>(R, rows - r0);
+    const index_t pb = seg[b * n_panels * R], pbe = seg[(b + 1) * n_panels * R];
+    for (index_t p = pb; p < pbe; ++p) out[p] = 0.0f;
+    const std::size_t n_tiles = tile_count(tokens, T);
+    for (std::size_t j = 0; j < n_tiles; ++j) {
+      const float* dy = dyt + j * rows * T;
+      const float* x = xt + j * K * T;
+      for (std::size_t pn = 0; pn < n_panels; ++pn) {
+        const index_t* sp = seg + (b * n_panels + pn) * R;
+        for (std::size_t g = 0; g < nr; ++g) {
+          const index_t pe = sp[g + 1];
+          index_t p = sp[g];
+          if (p == pe) continue;
+          const float* dr = dy + (r0 + g) * T;
+          f8 d0, d1, d2, d3, d4, d5, d6, d7;
+          load8(d0, dr);      load8(d1, dr + 8);  load8(d2, dr + 16); load8(d3, dr + 24);
+          load8(d4, dr + 32); load8(d5, dr + 40); load8(d6, dr + 48); load8(d7, dr + 56);
+          for (; p < pe; p += 4) {
+            // 4 entries at once; a short last group repeats its first entry and keeps only
+            // the real lanes.
+            const index_t n = min_of<index_t>(4, pe - p);
+            f8 acc[4], xv;
+            MSPARSE_UNROLL
+            for (int q = 0; q < 4; ++q) {
+              const index_t pq = static_cast<index_t>(q) < n ? p + static_cast<index_t>(q) : p;
+              const float* xq = x + static_cast<std::size_t>(col[pq]) * T;
+              load8(xv, xq);      acc[q] = d0 * xv;
+              load8(xv, xq + 8);  fma8(acc[q], d1, xv);
+              load8(xv, xq + 16); fma8(acc[q], d2, xv);
+              load8(xv, xq + 24); fma8(acc[q], d3, xv);
+              load8(xv, xq + 32); fma8(acc[q], d4, xv);
+              load8(xv, xq + 40); fma8(acc[q], d5, xv);
+              load8(xv, xq + 48); fma8(acc[q], d6, xv);
+              load8(xv, xq + 56); fma8(acc[q], d7, xv);
+            }
+            f8 sums;
+            reduce4x8(sums, acc);
+            if (n == 4) {
+              add4(out + p, sums);
+            } else {
+              for (index_t q = 0; q < n; ++q) out[p + q] += sums[static_cast<int>(q)];
+            }
+          }
+        }
+      }
+    }
+  }
+};
+
 }  // namespace msparse::kernels

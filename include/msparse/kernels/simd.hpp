@@ -96,6 +96,10 @@ HCOMM_HOST_DEVICE void reduce4x8(f8& r, const f8* a) {
     r.v[i] = ((a[i].v[0] + a[i].v[4]) + (a[i].v[2] + a[i].v[6])) + ((a[i].v[1] + a[i].v[5]) + (a[i].v[3] + a[i].v[7]));
   for (int i = 4; i < 8; ++i) r.v[i] = 0.0f;
 }
+// p[0..3] += lanes 0..3 of s.
+HCOMM_HOST_DEVICE void add4(float* p, const f8& s) {
+  for (int i = 0; i < 4; ++i) p[i] += s.v[i];
+}
 // r[i] = sum of lanes of a[i], i = 0..7.
 HCOMM_HOST_DEVICE void reduce8x8(f8& r, const f8* a) {
   for (int i = 0; i < 8; ++i)
@@ -140,6 +144,14 @@ HCOMM_FORCEINLINE void reduce4x8(f8& r, const f8* a) {
   const f8 u1 = __builtin_shuffle(a[2], a[3], lo) + __builtin_shuffle(a[2], a[3], hi);
   const f8 w = __builtin_shuffle(u0, u1, lo2) + __builtin_shuffle(u0, u1, hi2);
   r = w + __builtin_shuffle(w, up);
+}
+// p[0..3] += lanes 0..3 of s (one 128-bit load, add, store).
+HCOMM_FORCEINLINE void add4(float* p, const f8& s) {
+  typedef float f4 __attribute__((vector_size(16), aligned(4)));
+  f4 o;
+  std::memcpy(&o, p, sizeof(f4));
+  o += __builtin_shufflevector(s, s, 0, 1, 2, 3);
+  std::memcpy(p, &o, sizeof(f4));
 }
 // r[i] = sum of lanes of a[i], i = 0..7, by a shuffle tree (14 shuffles, 7 adds).
 HCOMM_FORCEINLINE void reduce8x8(f8& r, const f8* a) {

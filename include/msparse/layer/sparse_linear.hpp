@@ -90,21 +90,25 @@ class sparse_linear {
   // Token tile of every kernel (kernels/tiles.hpp); each kernel sweeps at most 512 features
   // of a tile at a time (128 KB, in L2).
   static constexpr int tile = 64;
-  // Rows of W per forward work item, rows of W^T per input-gradient item, and about how
-  // many rows of W one SDDMM block owns. Compile-time knobs (-D...) for tuning on other
-  // CPUs; on the 2-core Zen 3 VM 64/64/256 measured best or within noise of the others.
+  // Rows of W per forward work item, rows of W^T per input-gradient item, rows of W per
+  // SDDMM item, and the panel width (features of a tile swept at a time: F x 64 floats must
+  // stay in L1). Compile-time knobs (-D...) for tuning on other CPUs.
 #ifndef MSPARSE_ROWS_PER_ITEM
-#define MSPARSE_ROWS_PER_ITEM 64
+#define MSPARSE_ROWS_PER_ITEM 128
 #endif
-  static constexpr int rows_per_item = MSPARSE_ROWS_PER_ITEM;
 #ifndef MSPARSE_BWD_ROWS_PER_ITEM
-#define MSPARSE_BWD_ROWS_PER_ITEM 64
+#define MSPARSE_BWD_ROWS_PER_ITEM 128
 #endif
 #ifndef MSPARSE_GRAD_ROWS_PER_BLOCK
-#define MSPARSE_GRAD_ROWS_PER_BLOCK 256
+#define MSPARSE_GRAD_ROWS_PER_BLOCK 64
 #endif
+#ifndef MSPARSE_KERNEL_PANEL
+#define MSPARSE_KERNEL_PANEL 96
+#endif
+  static constexpr int rows_per_item = MSPARSE_ROWS_PER_ITEM;
   static constexpr int bwd_rows_per_item = MSPARSE_BWD_ROWS_PER_ITEM;
-  static constexpr std::size_t grad_rows_per_block = MSPARSE_GRAD_ROWS_PER_BLOCK;
+  static constexpr int grad_rows_per_block = MSPARSE_GRAD_ROWS_PER_BLOCK;
+  static constexpr std::size_t kernel_panel = MSPARSE_KERNEL_PANEL;
 
   sparse_linear(std::size_t in_features, std::size_t out_features, bool has_bias = true, Exec ex = {})
       : in_(in_features), out_(out_features), has_bias_(has_bias), ex_(ex), bias_(has_bias ? out_features : 0, 0.0f) {
@@ -121,12 +125,17 @@ class sparse_linear {
   void set_weight(format::sparse_matrix w) {
     HCOMM_EXPECTS(w.rows() == out_ && w.cols() == in_, "msparse: sparse_linear weight must be out x in");
     w_ = std::move(w);
-    const std::size_t th = static_cast<std::size_t>(kernels::executor_threads(ex_));
-    // SDDMM items are row blocks (each owns its gradients): a few per thread, balanced by
-    // active weights so a skewed pattern does not leave one thread with most of the work.
-    // About 256 rows per block keeps a block's indices and gradients in L2 next to the tile.
-    grad_bounds_ = balanced_row_bounds(
-        w_.row_ptr(), out_, std::max<std::size_t>(1, std::min<std::size_t>(out_, std::max(4 * th, out_ / grad_rows_per_block))), 8);
+    // The kernels' panel-blocked copies of the index (format::blocked_pattern), rebuilt here
+    // only, i.e. once per topology update: W by rows for the forward and the SDDMM, W^T (the
+    // CSC) for the input gradient.
+    fwd_ = format::blocked_pattern::build(w_.row_ptr(), w_.col_idx(), nullptr, out_, in_, rows_per_item, kernel_panel);
+    bwd_ = format::blocked_pattern::build(w_.col_ptr(), w_.row_idx(), w_.csc_to_csr(), in_, out_, bwd_rows_per_item,
+                                          kernel_panel);
+    if (grad_rows_per_block == rows_per_item)
+      grad_ = fwd_;
+    else
+      grad_ = format::blocked_pattern::build(w_.row_ptr(), w_.col_idx(), nullptr, out_, in_, grad_rows_per_block,
+                                             kernel_panel);
   }
   // Dense weight (out x in): active values, zeros elsewhere.
   void get_weight(float* dense_w) const { w_.to_dense(dense_w); }
@@ -144,8 +153,10 @@ class sparse_linear {
     if (tokens == 0) return;
     const float* xt = to_tiles(x, tokens, in_, xt_);
     xt_tokens_ = tokens;
-    kernels::spmm_tiles<rows_per_item> k{w_.row_panels(), w_.row_panel_count(), w_.col_idx(), w_.values().data(), xt,
-                                         has_bias_ ? bias_.data() : nullptr, y, out_, in_, tokens, out_, false};
+    vals_.resize(w_.nnz());
+    fwd_.gather(w_.values().data(), vals_.data());
+    kernels::spmm_blocked<rows_per_item> k{fwd_.seg.data(), fwd_.n_panels, fwd_.idx.data(), vals_.data(), xt,
+                                           has_bias_ ? bias_.data() : nullptr, y, out_, in_, tokens, out_, false};
     kernels::launch(ex_, k.items(), k);
   }
 
@@ -208,10 +219,10 @@ class sparse_linear {
   }
 
   void input_grad_from_tiles(const float* dyt, std::size_t tokens, float* dx, bool accumulate) {
-    if (wt_vals_.size() < w_.nnz()) wt_vals_.resize(w_.nnz());
-    w_.transposed_values(wt_vals_.data());
-    kernels::spmm_tiles<bwd_rows_per_item> k{w_.col_panels(), w_.col_panel_count(), w_.row_idx(), wt_vals_.data(), dyt, nullptr, dx, in_, out_,
-                                         tokens, in_, accumulate};
+    vals_.resize(w_.nnz());
+    bwd_.gather(w_.values().data(), vals_.data());
+    kernels::spmm_blocked<bwd_rows_per_item> k{bwd_.seg.data(), bwd_.n_panels, bwd_.idx.data(), vals_.data(), dyt,
+                                               nullptr, dx, in_, out_, tokens, in_, accumulate};
     kernels::launch(ex_, k.items(), k);
   }
 
@@ -223,9 +234,11 @@ class sparse_linear {
     } else {
       HCOMM_EXPECTS(xt_tokens_ == tokens, "msparse: x == nullptr needs a forward over the same token count first");
     }
-    kernels::sddmm_tiles k{w_.row_ptr(), w_.col_idx(), dyt, xt, dw, out_, in_, tokens,
-                           grad_bounds_.data(), grad_bounds_.size() - 1, accumulate};
+    gblk_.resize(w_.nnz());
+    kernels::sddmm_blocked<grad_rows_per_block> k{grad_.seg.data(), grad_.n_panels, grad_.idx.data(), dyt, xt,
+                                                  gblk_.data(), out_, in_, tokens};
     kernels::launch(ex_, k.items(), k);
+    grad_.scatter(gblk_.data(), dw, accumulate);
   }
 
   std::size_t in_, out_;
@@ -233,8 +246,8 @@ class sparse_linear {
   Exec ex_;
   format::sparse_matrix w_;
   std::vector<float> bias_;
-  std::vector<index_t> grad_bounds_;
-  std::vector<float> xt_, dyt_, wt_vals_;
+  format::blocked_pattern fwd_, bwd_, grad_;
+  std::vector<float> xt_, dyt_, vals_, gblk_;
   std::size_t xt_tokens_ = static_cast<std::size_t>(-1);  // tokens of the x held in xt_
 };
 
