@@ -22,9 +22,9 @@ void msparse_cuda_compile_kernels(cudaStream_t s) {
   launch(ex, f.items(), f);
   sddmm_tiles g{nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, nullptr, 0, false};
   launch(ex, g.items(), g);
-  spmm_blocked<64> fb{nullptr, 1, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, 0, false};
+  spmm_blocked<64> fb{nullptr, 1, 1, nullptr, nullptr, nullptr, nullptr, nullptr, 0, 0, 0, 0, false};
   launch(ex, fb.items(), fb);
-  sddmm_blocked<64> gb{nullptr, 1, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
+  sddmm_blocked<64> gb{nullptr, 1, 1, nullptr, nullptr, nullptr, nullptr, 0, 0, 0};
   launch(ex, gb.items(), gb);
   msparse::layer::detail::bias_grad b{nullptr, nullptr, 0, 0, false};
   launch(ex, 1, b);

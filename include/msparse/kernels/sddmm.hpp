@@ -108,6 +108,7 @@ struct sddmm_blocked {
 
   const index_t* seg;     // n_blocks * n_panels * R + 1
   std::size_t n_panels;   // >= 1
+  std::size_t panel_width;  // features per panel
   const index_t* col;     // nnz, blocked order
   const float* dyt;       // dY in tiles: n_tiles * rows * T
   const float* xt;        // X in tiles: n_tiles * K * T
@@ -127,7 +128,15 @@ struct sddmm_blocked {
       const float* x = xt + j * K * T;
       for (std::size_t pn = 0; pn < n_panels; ++pn) {
         const index_t* sp = seg + (b * n_panels + pn) * R;
+        // Prefetch the next panel of X (the next tile's first one after the last), a few
+        // lines per row.
+        const float* nx = pn + 1 < n_panels ? x + (pn + 1) * panel_width * T : x + K * T;
+        const std::size_t nfe = pn + 1 < n_panels ? min_of(K, (pn + 2) * panel_width) - (pn + 1) * panel_width
+                                                  : (j + 1 < n_tiles ? min_of(K, panel_width) : 0);
+        const char* pf = reinterpret_cast<const char*>(nx);
+        const std::size_t pf_lines = nfe * T * sizeof(float) / 64, pf_step = (pf_lines + nr - 1) / nr;
         for (std::size_t g = 0; g < nr; ++g) {
+          for (std::size_t l = g * pf_step; l < min_of(pf_lines, g * pf_step + pf_step); ++l) prefetch_l1(pf + l * 64);
           const index_t pe = sp[g + 1];
           index_t p = sp[g];
           if (p == pe) continue;

@@ -33,6 +33,15 @@
 
 namespace msparse::kernels {
 
+// Hint: bring the cache line holding p into L1 (no-op in device code).
+HCOMM_HOST_DEVICE void prefetch_l1(const void* p) {
+#if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_prefetch(p, 0, 3);
+#else
+  (void)p;
+#endif
+}
+
 #if MSPARSE_F8_STRUCT
 struct f8 {
   float v[8];

@@ -132,6 +132,7 @@ struct spmm_blocked {
 
   const index_t* seg;        // n_blocks * n_panels * R + 1 (format::blocked_pattern)
   std::size_t n_panels;      // >= 1
+  std::size_t panel_width;   // features per panel
   const index_t* col;        // nnz, blocked order: feature of B
   const float* val;          // nnz, blocked order
   const float* bt;           // B in tiles: n_tiles * K * T (tiles.hpp)
@@ -153,7 +154,13 @@ struct spmm_blocked {
     float part[R * T];  // the block's rows, row-major R x T, written out transposed
     for (std::size_t pn = 0; pn < n_panels; ++pn) {
       const index_t* sp = seg + (b * n_panels + pn) * R;
+      // While this panel is swept, the next one is prefetched, a few lines per row (the
+      // input gradient's 3072-feature tile does not fit L2 and comes from L3).
+      const std::size_t nf0 = min_of(K, (pn + 1) * panel_width), nf1 = min_of(K, (pn + 2) * panel_width);
+      const char* pf = reinterpret_cast<const char*>(xt + nf0 * T);
+      const std::size_t pf_lines = (nf1 - nf0) * T * sizeof(float) / 64, pf_step = (pf_lines + nr - 1) / nr;
       for (std::size_t g = 0; g < nr; ++g) {
+        for (std::size_t l = g * pf_step; l < min_of(pf_lines, g * pf_step + pf_step); ++l) prefetch_l1(pf + l * 64);
         index_t p = sp[g];
         const index_t pe = sp[g + 1];
         float* prow = part + g * T;

@@ -97,10 +97,10 @@ class sparse_linear {
 #define MSPARSE_ROWS_PER_ITEM 128
 #endif
 #ifndef MSPARSE_BWD_ROWS_PER_ITEM
-#define MSPARSE_BWD_ROWS_PER_ITEM 128
+#define MSPARSE_BWD_ROWS_PER_ITEM 384
 #endif
 #ifndef MSPARSE_GRAD_ROWS_PER_BLOCK
-#define MSPARSE_GRAD_ROWS_PER_BLOCK 64
+#define MSPARSE_GRAD_ROWS_PER_BLOCK 128
 #endif
 #ifndef MSPARSE_KERNEL_PANEL
 #define MSPARSE_KERNEL_PANEL 96
@@ -155,7 +155,7 @@ class sparse_linear {
     xt_tokens_ = tokens;
     vals_.resize(w_.nnz());
     fwd_.gather(w_.values().data(), vals_.data());
-    kernels::spmm_blocked<rows_per_item> k{fwd_.seg.data(), fwd_.n_panels, fwd_.idx.data(), vals_.data(), xt,
+    kernels::spmm_blocked<rows_per_item> k{fwd_.seg.data(), fwd_.n_panels, fwd_.panel_width, fwd_.idx.data(), vals_.data(), xt,
                                            has_bias_ ? bias_.data() : nullptr, y, out_, in_, tokens, out_, false};
     kernels::launch(ex_, k.items(), k);
   }
@@ -221,7 +221,7 @@ class sparse_linear {
   void input_grad_from_tiles(const float* dyt, std::size_t tokens, float* dx, bool accumulate) {
     vals_.resize(w_.nnz());
     bwd_.gather(w_.values().data(), vals_.data());
-    kernels::spmm_blocked<bwd_rows_per_item> k{bwd_.seg.data(), bwd_.n_panels, bwd_.idx.data(), vals_.data(), dyt,
+    kernels::spmm_blocked<bwd_rows_per_item> k{bwd_.seg.data(), bwd_.n_panels, bwd_.panel_width, bwd_.idx.data(), vals_.data(), dyt,
                                                nullptr, dx, in_, out_, tokens, in_, accumulate};
     kernels::launch(ex_, k.items(), k);
   }
@@ -235,7 +235,7 @@ class sparse_linear {
       HCOMM_EXPECTS(xt_tokens_ == tokens, "msparse: x == nullptr needs a forward over the same token count first");
     }
     gblk_.resize(w_.nnz());
-    kernels::sddmm_blocked<grad_rows_per_block> k{grad_.seg.data(), grad_.n_panels, grad_.idx.data(), dyt, xt,
+    kernels::sddmm_blocked<grad_rows_per_block> k{grad_.seg.data(), grad_.n_panels, grad_.panel_width, grad_.idx.data(), dyt, xt,
                                                   gblk_.data(), out_, in_, tokens};
     kernels::launch(ex_, k.items(), k);
     grad_.scatter(gblk_.data(), dw, accumulate);
