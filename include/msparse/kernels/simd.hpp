@@ -117,8 +117,11 @@ HCOMM_HOST_DEVICE void reduce8x8(f8& r, const f8* a) {
 #else
 typedef float f8 __attribute__((vector_size(32), aligned(4)));
 typedef int i8_ __attribute__((vector_size(32)));
-HCOMM_FORCEINLINE void load8(f8& r, const float* p) { std::memcpy(&r, p, sizeof(f8)); }
-HCOMM_FORCEINLINE void store8(float* p, const f8& a) { std::memcpy(p, &a, sizeof(f8)); }
+// Unaligned, may-alias vector access: one 256-bit move (memcpy was expanded as two 128-bit
+// moves, and a 256-bit reload of two 128-bit stores to the stack stalls store forwarding).
+typedef float f8u_ __attribute__((vector_size(32), aligned(4), may_alias));
+HCOMM_FORCEINLINE void load8(f8& r, const float* p) { r = *reinterpret_cast<const f8u_*>(p); }
+HCOMM_FORCEINLINE void store8(float* p, const f8& a) { *reinterpret_cast<f8u_*>(p) = a; }
 HCOMM_FORCEINLINE void splat8(f8& r, float s) { r = f8{s, s, s, s, s, s, s, s}; }
 HCOMM_FORCEINLINE void fma8(f8& acc, float a, const f8& b) { acc += a * b; }
 HCOMM_FORCEINLINE void fma8(f8& acc, const f8& a, const f8& b) { acc += a * b; }

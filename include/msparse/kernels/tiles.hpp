@@ -18,7 +18,7 @@
 
 namespace msparse::kernels {
 
-inline constexpr std::size_t tile_k_block = 64;  // features per transpose work item
+inline constexpr std::size_t tile_k_block = 256;  // features per transpose work item
 
 HCOMM_HOST_DEVICE std::size_t tile_count(std::size_t tokens, std::size_t T) { return (tokens + T - 1) / T; }
 

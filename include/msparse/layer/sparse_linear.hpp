@@ -105,10 +105,14 @@ class sparse_linear {
 #ifndef MSPARSE_KERNEL_PANEL
 #define MSPARSE_KERNEL_PANEL 96
 #endif
+#ifndef MSPARSE_GRAD_PANEL
+#define MSPARSE_GRAD_PANEL MSPARSE_KERNEL_PANEL
+#endif
   static constexpr int rows_per_item = MSPARSE_ROWS_PER_ITEM;
   static constexpr int bwd_rows_per_item = MSPARSE_BWD_ROWS_PER_ITEM;
   static constexpr int grad_rows_per_block = MSPARSE_GRAD_ROWS_PER_BLOCK;
   static constexpr std::size_t kernel_panel = MSPARSE_KERNEL_PANEL;
+  static constexpr std::size_t grad_panel = MSPARSE_GRAD_PANEL;
 
   sparse_linear(std::size_t in_features, std::size_t out_features, bool has_bias = true, Exec ex = {})
       : in_(in_features), out_(out_features), has_bias_(has_bias), ex_(ex), bias_(has_bias ? out_features : 0, 0.0f) {
@@ -131,11 +135,11 @@ class sparse_linear {
     fwd_ = format::blocked_pattern::build(w_.row_ptr(), w_.col_idx(), nullptr, out_, in_, rows_per_item, kernel_panel);
     bwd_ = format::blocked_pattern::build(w_.col_ptr(), w_.row_idx(), w_.csc_to_csr(), in_, out_, bwd_rows_per_item,
                                           kernel_panel);
-    if (grad_rows_per_block == rows_per_item)
+    if (grad_rows_per_block == rows_per_item && grad_panel == kernel_panel)
       grad_ = fwd_;
     else
       grad_ = format::blocked_pattern::build(w_.row_ptr(), w_.col_idx(), nullptr, out_, in_, grad_rows_per_block,
-                                             kernel_panel);
+                                             grad_panel);
   }
   // Dense weight (out x in): active values, zeros elsewhere.
   void get_weight(float* dense_w) const { w_.to_dense(dense_w); }
