@@ -220,3 +220,111 @@ TEST_CASE("SpMM and SDDMM kernels called directly", "[msparse][kernels]") {
       REQUIRE(std::fabs(g[p] - ref) <= 2e-5 * abs + 1e-30);
     }
 }
+
+TEST_CASE("panel-blocked index: every entry once, in its block/panel/line segment", "[msparse][format]") {
+  using msparse::format::blocked_pattern;
+  const std::size_t rows = GENERATE(1, 70, 300), cols = GENERATE(1, 97, 600);
+  const std::size_t R = GENERATE(1, 64), F = GENERATE(7, 96);
+  const auto mask = random_mask(rows, cols, 0.7, static_cast<std::uint32_t>(rows + cols));
+  const auto w = random_values(rows * cols, 4);
+  const auto m = sparse_matrix::from_dense(w.data(), mask.data(), rows, cols);
+  for (int transposed = 0; transposed < 2; ++transposed) {
+    INFO(rows << "x" << cols << " R " << R << " F " << F << " transposed " << transposed);
+    const std::size_t lines = transposed ? cols : rows, extent = transposed ? rows : cols;
+    const auto b = transposed ? blocked_pattern::build(m.col_ptr(), m.row_idx(), m.csc_to_csr(), lines, extent, R, F)
+                              : blocked_pattern::build(m.row_ptr(), m.col_idx(), nullptr, lines, extent, R, F);
+    REQUIRE(b.nnz() == m.nnz());
+    REQUIRE(b.seg.size() == b.segments() + 1);
+    REQUIRE(b.seg.back() == m.nnz());
+    std::vector<int> seen(m.nnz(), 0);
+    for (std::size_t blk = 0; blk < b.n_blocks; ++blk)
+      for (std::size_t q = 0; q < b.n_panels; ++q)
+        for (std::size_t i = 0; i < R; ++i) {
+          const std::size_t s = (blk * b.n_panels + q) * R + i, line = blk * R + i;
+          REQUIRE(b.seg[s] <= b.seg[s + 1]);
+          if (line >= lines) REQUIRE(b.seg[s] == b.seg[s + 1]);
+          for (index_t p = b.seg[s]; p < b.seg[s + 1]; ++p) {
+            REQUIRE(b.idx[p] / F == q);
+            const index_t src = b.src[p];
+            ++seen[src];
+            // src is the CSR position: its row and column must be (line, idx) or transposed
+            const std::size_t r = transposed ? b.idx[p] : line, c = transposed ? line : b.idx[p];
+            REQUIRE(m.col_idx()[src] == c);
+            REQUIRE(src >= m.row_ptr()[r]);
+            REQUIRE(src < m.row_ptr()[r + 1]);
+          }
+        }
+    for (int v : seen) REQUIRE(v == 1);
+    // gather / scatter move values between the two orders
+    std::vector<float> blk_vals(m.nnz()), back(m.nnz(), 0.0f);
+    b.gather(m.values().data(), blk_vals.data());
+    b.scatter(blk_vals.data(), back.data(), false);
+    CHECK(std::equal(back.begin(), back.end(), m.values().begin()));
+    b.scatter(blk_vals.data(), back.data(), true);
+    for (std::size_t p = 0; p < m.nnz(); ++p) REQUIRE(back[p] == 2.0f * m.values()[p]);
+  }
+}
+
+TEST_CASE("blocked SpMM and SDDMM kernels called directly", "[msparse][kernels]") {
+  using namespace msparse::kernels;
+  using msparse::format::blocked_pattern;
+  const std::size_t rows = 70, K = 600, tokens = 100, ldc = rows + 5;
+  const double sparsity = GENERATE(0.5, 0.9, 0.99);
+  const auto mask = random_mask(rows, K, sparsity, 19);
+  const auto w = random_values(rows * K, 20);
+  const auto bias = random_values(rows, 23);
+  const auto m = sparse_matrix::from_dense(w.data(), mask.data(), rows, K);
+  const auto b = blocked_pattern::build(m.row_ptr(), m.col_idx(), nullptr, rows, K, 16, 96);
+  std::vector<float> vals(m.nnz());
+  b.gather(m.values().data(), vals.data());
+  const auto x = random_values(tokens * K, 21);
+  std::vector<float> xt(tile_count(tokens, 64) * K * 64);
+  to_tiles<64> tk{x.data(), xt.data(), tokens, K, K};
+  hcomm::exec::host ex;
+  launch(ex, tk.items(), tk);
+
+  // C (ldc-strided) = X W^T + bias; the extra columns of C are not touched; accumulate adds
+  std::vector<float> c(tokens * ldc, -3.0f);
+  spmm_blocked<16> f{b.seg.data(), b.n_panels, b.panel_width, b.idx.data(), vals.data(), xt.data(), bias.data(),
+                     c.data(), rows, K, tokens, ldc, false};
+  launch(ex, f.items(), f);
+  for (std::size_t t = 0; t < tokens; ++t) {
+    for (std::size_t r = 0; r < rows; ++r) {
+      double ref = bias[r], abs = std::fabs(bias[r]);
+      for (std::size_t k = 0; k < K; ++k) {
+        const double v = mask[r * K + k] ? double(w[r * K + k]) * x[t * K + k] : 0.0;
+        ref += v;
+        abs += std::fabs(v);
+      }
+      REQUIRE(std::fabs(c[t * ldc + r] - ref) <= 2e-5 * abs + 1e-30);
+    }
+    for (std::size_t r = rows; r < ldc; ++r) REQUIRE(c[t * ldc + r] == -3.0f);
+  }
+  std::vector<float> c2 = c;
+  f.c = c2.data();
+  f.accumulate = true;
+  launch(ex, f.items(), f);
+  for (std::size_t t = 0; t < tokens; ++t)
+    for (std::size_t r = 0; r < rows; ++r) REQUIRE(c2[t * ldc + r] == Approx(2.0f * c[t * ldc + r]).margin(1e-4));
+
+  // SDDMM in blocked order, scattered back to the CSR order
+  const auto dy = random_values(tokens * rows, 22);
+  std::vector<float> dyt(tile_count(tokens, 64) * rows * 64);
+  to_tiles<64> tdy{dy.data(), dyt.data(), tokens, rows, rows};
+  launch(ex, tdy.items(), tdy);
+  std::vector<float> gb(m.nnz(), 5.0f), g(m.nnz(), 7.0f);
+  sddmm_blocked<16> s{b.seg.data(), b.n_panels, b.panel_width, b.idx.data(), dyt.data(), xt.data(), gb.data(),
+                      rows, K, tokens};
+  launch(ex, s.items(), s);
+  b.scatter(gb.data(), g.data(), false);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (index_t p = m.row_ptr()[r]; p < m.row_ptr()[r + 1]; ++p) {
+      const std::size_t k = m.col_idx()[p];
+      double ref = 0, abs = 0;
+      for (std::size_t t = 0; t < tokens; ++t) {
+        ref += double(dy[t * rows + r]) * x[t * K + k];
+        abs += std::fabs(double(dy[t * rows + r]) * x[t * K + k]);
+      }
+      REQUIRE(std::fabs(g[p] - ref) <= 2e-5 * abs + 1e-30);
+    }
+}
