@@ -112,8 +112,9 @@ struct sddmm_blocked {
   const index_t* col;     // nnz, blocked order
   const float* dyt;       // dY in tiles: n_tiles * rows * T
   const float* xt;        // X in tiles: n_tiles * K * T
-  float* out;             // nnz, blocked order (written, not accumulated)
+  float* out;             // nnz, blocked order
   std::size_t rows, K, tokens;
+  bool accumulate = false;  // out += instead of out =
 
   HCOMM_HOST_DEVICE std::size_t items() const { return (rows + R - 1) / R; }
 
@@ -121,7 +122,8 @@ struct sddmm_blocked {
     const std::size_t r0 = b * R;
     const std::size_t nr = min_of<std::size_t>(R, rows - r0);
     const index_t pb = seg[b * n_panels * R], pbe = seg[(b + 1) * n_panels * R];
-    for (index_t p = pb; p < pbe; ++p) out[p] = 0.0f;
+    if (!accumulate)
+      for (index_t p = pb; p < pbe; ++p) out[p] = 0.0f;
     const std::size_t n_tiles = tile_count(tokens, T);
     for (std::size_t j = 0; j < n_tiles; ++j) {
       const float* dy = dyt + j * rows * T;
