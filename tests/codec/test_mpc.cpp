@@ -445,7 +445,7 @@ TEST_CASE("mpc: the host's AVX2 build of each kernel matches the portable body",
   auto check = [](auto tag, kind k, std::size_t n, unsigned dim) {
     using T = decltype(tag);
     using Word = hcomm::word_of<T>;
-    constexpr std::size_t slot = md::geometry<Word>::max_chunk_words;
+    constexpr std::size_t slot = md::geometry<Word>::slot_words;
     const auto x = make<T>(k, n, 8);
     const std::size_t chunks = md::chunk_count(n);
     std::vector<Word> s1(chunks * slot, 0), s2(chunks * slot, 0);

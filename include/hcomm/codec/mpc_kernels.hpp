@@ -18,6 +18,14 @@
 //
 // On a GPU one chunk is one thread here (12-24 KiB of local arrays): correct and
 // stream-ordered, but a fast GPU path wants a block per chunk sharing these helpers.
+//
+// Host fast path: on x86-64 with AVX2, float chunks are encoded and decoded by avx2::
+// encode_f32 / decode_f32 (below), an intrinsics version of the same transform that
+// transposes only 8 x 8 word blocks and packs with vpermd; it writes the same bytes as the
+// portable body (tests/codec/test_mpc.cpp compares the two on every data kind). Doubles run
+// the portable body compiled for AVX2. Large payloads and outputs are written with
+// non-temporal stores, and the next chunk is prefetched (a chunk is one 4 KiB page, where
+// hardware prefetchers stop).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -63,12 +71,15 @@
 #else
 #define HCOMM_MPC_CLONES 0
 #endif
+#if HCOMM_MPC_CLONES
+#include <immintrin.h>
+#endif
 
 namespace hcomm::codec::mpc_detail {
 
 #if HCOMM_MPC_CLONES
 inline bool host_has_avx2() noexcept {
-  static const bool has = __builtin_cpu_supports("avx2");
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
   return has;
 }
 #define HCOMM_MPC_DISPATCH(i)                        \
@@ -77,8 +88,9 @@ inline bool host_has_avx2() noexcept {
     return;                                          \
   }                                                  \
   body(i)
+#define HCOMM_MPC_AVX2_TARGET __attribute__((target("avx2,popcnt")))
 #define HCOMM_MPC_AVX2_VARIANT \
-  __attribute__((target("avx2"))) void body_avx2(std::size_t i) const { body(i); }
+  HCOMM_MPC_AVX2_TARGET void body_avx2(std::size_t i) const { body(i); }
 #else
 #define HCOMM_MPC_DISPATCH(i) body(i)
 #define HCOMM_MPC_AVX2_VARIANT
@@ -98,6 +110,9 @@ struct geometry {
   static constexpr unsigned groups = static_cast<unsigned>(chunk_values) / bits;  // L
   // Worst case of one chunk: a bitmap per group plus every word non-zero.
   static constexpr std::size_t max_chunk_words = groups + chunk_values;
+  // Stride of the encoder's per-chunk scratch slots: the worst case plus 32 bytes, since
+  // the host's vector packing may store up to 32 bytes (zeros) past the chunk's last word.
+  static constexpr std::size_t slot_words = max_chunk_words + 32 / sizeof(Word);
 };
 
 HCOMM_HOST_DEVICE std::size_t min_size(std::size_t a, std::size_t b) { return a < b ? a : b; }
@@ -120,6 +135,15 @@ HCOMM_MPC_INLINE unsigned popcount(std::uint64_t x) {
 #endif
 }
 HCOMM_MPC_INLINE unsigned popcount(std::uint32_t x) { return popcount(static_cast<std::uint64_t>(x)); }
+
+// A hint to fetch the cache line at p (host only; never faults).
+HCOMM_MPC_INLINE void prefetch(const void* p) {
+#if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_prefetch(p);
+#else
+  (void)p;
+#endif
+}
 
 // Mask selecting the low j bits of every 2j-bit block: 0x0000FFFF, 0x00FF00FF, ... for j = 16, 8, ...
 template <class Word>
@@ -261,6 +285,328 @@ HCOMM_MPC_INLINE void delta(const unsigned char* v, unsigned dim, Word* HCOMM_MP
 }
 
 // ---------------------------------------------------------------------------------------
+// Host fast path for float chunks (x86-64 with AVX2): the same transform as the portable
+// bodies, bit for bit (a test runs both), organised around 8 x 8 blocks of 32-bit words.
+//
+// The portable encoder transposes the whole 32 x 32 word matrix of a chunk so that every
+// step is a loop over 32 lanes. Here only 8 x 8 blocks are transposed: the chunk becomes
+// four 32-row x 8-lane sub-matrices (sub-matrix s holds groups 8s..8s+7, row k of it is word
+// k of those groups, one ymm register). The bit rounds 4, 2, 1 mix rows inside one block
+// and run in registers right after the block transposition; rounds 16, 8 mix rows of the
+// same sub-matrix (one more pass); the rounds commute, so their order is free. The plane
+// delta, bitmaps and zero-word elimination are one pass over the rows in output order,
+// with a table-driven left-pack (vpermd) per 8 words. Decoding is the mirror image; for
+// stride 1 the running sum that undoes the delta is taken down the rows of the block
+// layout (each group's words), plus one carry per group, so it needs no lane shuffles.
+// Three passes over a 4 KiB chunk in L1 each way.
+#if HCOMM_MPC_CLONES
+#define HCOMM_MPC_AVX2_FN inline __attribute__((target("avx2,popcnt"), always_inline))
+namespace avx2 {
+
+// One byte per lane: lane indices for vpermd.
+struct lane_table {
+  std::uint64_t e[256];
+};
+// Left-pack: the lanes whose bit is set in m, in order, then the others (which hold zero
+// words, so the lanes stored past the packed ones are zeros).
+constexpr lane_table make_pack_table() {
+  lane_table t{};
+  for (unsigned m = 0; m < 256; ++m) {
+    std::uint64_t v = 0;
+    unsigned o = 0;
+    for (unsigned j = 0; j < 8; ++j)
+      if ((m >> j) & 1u) v |= std::uint64_t(j) << (8 * o++);
+    for (unsigned j = 0; j < 8; ++j)
+      if (!((m >> j) & 1u)) v |= std::uint64_t(j) << (8 * o++);
+    t.e[m] = v;
+  }
+  return t;
+}
+// Expansion: lane j takes packed word popcount(m & ((1 << j) - 1)) (masked off when bit j is clear).
+constexpr lane_table make_expand_table() {
+  lane_table t{};
+  for (unsigned m = 0; m < 256; ++m) {
+    std::uint64_t v = 0;
+    unsigned r = 0;
+    for (unsigned j = 0; j < 8; ++j) {
+      v |= std::uint64_t(r & 7u) << (8 * j);
+      if ((m >> j) & 1u) ++r;
+    }
+    t.e[m] = v;
+  }
+  return t;
+}
+inline constexpr lane_table pack_table = make_pack_table();
+inline constexpr lane_table expand_table = make_expand_table();
+
+HCOMM_MPC_AVX2_FN __m256i lanes_of(const lane_table& t, unsigned m) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&t.e[m])));
+}
+HCOMM_MPC_AVX2_FN __m256i load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+HCOMM_MPC_AVX2_FN void store(void* p, __m256i x) { _mm256_storeu_si256(static_cast<__m256i*>(p), x); }
+
+// One block-swap round between rows a (bit J of the row index clear) and b = a + J.
+template <int J>
+HCOMM_MPC_AVX2_FN void swap_round(__m256i& a, __m256i& b) {
+  const __m256i mask = _mm256_set1_epi32(static_cast<int>(swap_mask_of<std::uint32_t>(J)));
+  const __m256i t = _mm256_and_si256(_mm256_xor_si256(a, _mm256_srli_epi32(b, J)), mask);
+  a = _mm256_xor_si256(a, t);
+  b = _mm256_xor_si256(b, _mm256_slli_epi32(t, J));
+}
+// Rounds 16 and 8 move whole 16-bit and 8-bit fields: blends instead of the xor swap.
+HCOMM_MPC_AVX2_FN void swap_round16(__m256i& a, __m256i& b) {
+  const __m256i na = _mm256_blend_epi16(a, _mm256_srli_epi32(b, 16), 0x55);
+  b = _mm256_blend_epi16(b, _mm256_slli_epi32(a, 16), 0xAA);
+  a = na;
+}
+HCOMM_MPC_AVX2_FN void swap_round8(__m256i& a, __m256i& b) {
+  const __m256i lo = _mm256_set1_epi32(0x00FF00FF);
+  const __m256i na = _mm256_blendv_epi8(a, _mm256_srli_epi16(b, 8), lo);
+  b = _mm256_blendv_epi8(_mm256_slli_epi16(a, 8), b, lo);
+  a = na;
+}
+// Rounds 4, 2, 1 on 8 consecutive rows.
+HCOMM_MPC_AVX2_FN void rounds_421(__m256i* y) {
+  swap_round<4>(y[0], y[4]);
+  swap_round<4>(y[1], y[5]);
+  swap_round<4>(y[2], y[6]);
+  swap_round<4>(y[3], y[7]);
+  swap_round<2>(y[0], y[2]);
+  swap_round<2>(y[1], y[3]);
+  swap_round<2>(y[4], y[6]);
+  swap_round<2>(y[5], y[7]);
+  swap_round<1>(y[0], y[1]);
+  swap_round<1>(y[2], y[3]);
+  swap_round<1>(y[4], y[5]);
+  swap_round<1>(y[6], y[7]);
+}
+// Rounds 16 and 8 of one sub-matrix (32 rows of 8 lanes), in place.
+HCOMM_MPC_AVX2_FN void rounds_16_8(std::uint32_t* sub) {
+  for (unsigned t = 0; t < 8; ++t) {
+    std::uint32_t* r = sub + t * 8;
+    __m256i a0 = load(r), a1 = load(r + 64), a2 = load(r + 128), a3 = load(r + 192);
+    swap_round16(a0, a2);
+    swap_round16(a1, a3);
+    swap_round8(a0, a1);
+    swap_round8(a2, a3);
+    store(r, a0);
+    store(r + 64, a1);
+    store(r + 128, a2);
+    store(r + 192, a3);
+  }
+}
+// 8 x 8 transposition of 32-bit words: afterwards lane j of r[t] is lane t of the old r[j].
+HCOMM_MPC_AVX2_FN void transpose8(__m256i* r) {
+  const __m256i t0 = _mm256_unpacklo_epi32(r[0], r[1]), t1 = _mm256_unpackhi_epi32(r[0], r[1]);
+  const __m256i t2 = _mm256_unpacklo_epi32(r[2], r[3]), t3 = _mm256_unpackhi_epi32(r[2], r[3]);
+  const __m256i t4 = _mm256_unpacklo_epi32(r[4], r[5]), t5 = _mm256_unpackhi_epi32(r[4], r[5]);
+  const __m256i t6 = _mm256_unpacklo_epi32(r[6], r[7]), t7 = _mm256_unpackhi_epi32(r[6], r[7]);
+  const __m256i u0 = _mm256_unpacklo_epi64(t0, t2), u1 = _mm256_unpackhi_epi64(t0, t2);
+  const __m256i u2 = _mm256_unpacklo_epi64(t1, t3), u3 = _mm256_unpackhi_epi64(t1, t3);
+  const __m256i u4 = _mm256_unpacklo_epi64(t4, t6), u5 = _mm256_unpackhi_epi64(t4, t6);
+  const __m256i u6 = _mm256_unpacklo_epi64(t5, t7), u7 = _mm256_unpackhi_epi64(t5, t7);
+  r[0] = _mm256_permute2x128_si256(u0, u4, 0x20);
+  r[1] = _mm256_permute2x128_si256(u1, u5, 0x20);
+  r[2] = _mm256_permute2x128_si256(u2, u6, 0x20);
+  r[3] = _mm256_permute2x128_si256(u3, u7, 0x20);
+  r[4] = _mm256_permute2x128_si256(u0, u4, 0x31);
+  r[5] = _mm256_permute2x128_si256(u1, u5, 0x31);
+  r[6] = _mm256_permute2x128_si256(u2, u6, 0x31);
+  r[7] = _mm256_permute2x128_si256(u3, u7, 0x31);
+}
+// memcpy with non-temporal stores for the whole 64-byte lines of dst (no read for ownership
+// of lines that are overwritten whole); the caller runs _mm_sfence before others read dst.
+HCOMM_MPC_AVX2_FN void stream_copy(unsigned char* dst, const unsigned char* src, std::size_t bytes) {
+  std::size_t head = (64 - (reinterpret_cast<std::uintptr_t>(dst) & 63)) & 63;
+  if (head > bytes) head = bytes;
+  std::memcpy(dst, src, head);
+  dst += head;
+  src += head;
+  bytes -= head;
+  for (; bytes >= 64; bytes -= 64, dst += 64, src += 64) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), load(src));
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + 32), load(src + 32));
+  }
+  std::memcpy(dst, src, bytes);
+}
+
+// Inclusive prefix sum over the 8 lanes.
+HCOMM_MPC_AVX2_FN __m256i scan8(__m256i x) {
+  x = _mm256_add_epi32(x, _mm256_slli_si256(x, 4));
+  x = _mm256_add_epi32(x, _mm256_slli_si256(x, 8));
+  const __m256i t = _mm256_shuffle_epi32(x, 0xFF);
+  return _mm256_add_epi32(x, _mm256_permute2x128_si256(t, t, 0x08));
+}
+
+// Row k of one sub-matrix in the encoder's last pass: plane delta against row k-1, bitmap
+// bit k, and the non-zero words left-packed to p (8 words stored; returns the new end).
+HCOMM_MPC_AVX2_FN std::uint32_t* pack_step(std::uint32_t* p, const std::uint32_t* row, __m256i& prev, __m256i& bm,
+                                           __m256i bit) {
+  const __m256i x = load(row);
+  const __m256i d = _mm256_sub_epi32(x, prev);
+  prev = x;
+  const __m256i z = _mm256_cmpeq_epi32(d, _mm256_setzero_si256());
+  const unsigned keep = ~static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(z))) & 0xFFu;
+  bm = _mm256_or_si256(bm, _mm256_andnot_si256(z, bit));
+  store(p, _mm256_permutevar8x32_epi32(d, lanes_of(pack_table, keep)));
+  return p + _mm_popcnt_u32(keep);
+}
+// Row k of one sub-matrix in the decoder's first pass: the words that bit k of the bitmaps
+// (c holds the bitmaps shifted right by k) marks are taken from q, the rest are zero; then
+// the running sum down the planes. Reads 8 words at q; returns q past the words used.
+HCOMM_MPC_AVX2_FN const unsigned char* expand_step(const unsigned char* q, std::uint32_t* row, __m256i& c,
+                                                   __m256i& acc) {
+  const __m256i t = _mm256_slli_epi32(c, 31);  // bit k of each bitmap in the sign bit
+  c = _mm256_srli_epi32(c, 1);
+  const unsigned mask = static_cast<unsigned>(_mm256_movemask_ps(_mm256_castsi256_ps(t)));
+  const __m256i x =
+      _mm256_and_si256(_mm256_permutevar8x32_epi32(load(q), lanes_of(expand_table, mask)), _mm256_srai_epi32(t, 31));
+  acc = _mm256_add_epi32(acc, x);
+  store(row, acc);
+  return q + 4 * _mm_popcnt_u32(mask);
+}
+
+// Encodes one chunk of 1024 floats (as words) into out (bitmaps, then the packed words);
+// returns its size in words. src: the values, read with the stride-dim delta on the fly; or,
+// with Residuals, the residuals themselves (the short last chunk). out must have 8 words of
+// room past the chunk's worst case.
+template <bool Residuals>
+HCOMM_MPC_AVX2_FN std::size_t encode_f32(const unsigned char* src, unsigned dim, unsigned groups, std::uint32_t* out) {
+  alignas(32) std::uint32_t m[chunk_values];  // sub-matrix s at m + 256 s, row k at + 8 k
+  alignas(32) std::uint32_t head[64];         // 32 zero words, then group 0's values
+  if constexpr (!Residuals) {
+    std::memset(head, 0, 128);
+    std::memcpy(head + 32, src, 128);
+  }
+  const unsigned char* head0 = reinterpret_cast<const unsigned char*>(head + 32);
+  const std::size_t back = std::size_t(dim) * 4;
+  // Pass 1: delta, 8 x 8 block transposition, rounds 4, 2, 1.
+  for (unsigned s = 0; s < 4; ++s)
+    for (unsigned kb = 0; kb < 4; ++kb) {
+      __m256i x[8];
+      for (unsigned j = 0; j < 8; ++j) {
+        const unsigned g = s * 8 + j;
+        if constexpr (Residuals) {
+          x[j] = load(src + (g * 32 + kb * 8) * 4);
+        } else {
+          const unsigned char* p = (g == 0 ? head0 : src + g * 128) + kb * 32;
+          x[j] = _mm256_sub_epi32(load(p), load(p - back));
+        }
+      }
+      transpose8(x);
+      rounds_421(x);
+      for (unsigned t = 0; t < 8; ++t) store(m + s * 256 + (kb * 8 + t) * 8, x[t]);
+    }
+  // Pass 2: rounds 16, 8.
+  for (unsigned s = 0; s < 4; ++s) rounds_16_8(m + s * 256);
+  // Pass 3: plane delta, bitmaps, left-packing row by row (row k of groups 0..31).
+  std::uint32_t* p = out + groups;
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i prev0 = zero, prev1 = zero, prev2 = zero, prev3 = zero;
+  __m256i bm0 = zero, bm1 = zero, bm2 = zero, bm3 = zero;
+  for (unsigned k = 0; k < 32; ++k) {
+    const __m256i bit = _mm256_set1_epi32(static_cast<int>(1u << k));
+    p = pack_step(p, m + k * 8, prev0, bm0, bit);
+    p = pack_step(p, m + 256 + k * 8, prev1, bm1, bit);
+    p = pack_step(p, m + 512 + k * 8, prev2, bm2, bit);
+    p = pack_step(p, m + 768 + k * 8, prev3, bm3, bit);
+  }
+  alignas(32) std::uint32_t b[32];
+  store(b, bm0);
+  store(b + 8, bm1);
+  store(b + 16, bm2);
+  store(b + 24, bm3);
+  std::memcpy(out, b, groups * 4);
+  return groups + static_cast<std::size_t>(p - (out + groups));
+}
+
+// Decodes one chunk: `groups` bitmaps at bitmaps, the packed words at packed (readable for
+// 8 words past the last one), count values of stride dim to dst.
+HCOMM_MPC_AVX2_FN void decode_f32(const unsigned char* bitmaps, const unsigned char* packed, unsigned groups,
+                                  unsigned dim, std::size_t count, unsigned char* dst, bool stream) {
+  alignas(32) std::uint32_t b[32] = {};
+  std::memcpy(b, bitmaps, groups * 4);
+  alignas(32) std::uint32_t m[chunk_values];
+  // Pass 1: expansion and the running sum down the planes.
+  {
+    __m256i c0 = load(b), c1 = load(b + 8), c2 = load(b + 16), c3 = load(b + 24);
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+    const unsigned char* q = packed;
+    for (unsigned k = 0; k < 32; ++k) {
+      q = expand_step(q, m + k * 8, c0, a0);
+      q = expand_step(q, m + 256 + k * 8, c1, a1);
+      q = expand_step(q, m + 512 + k * 8, c2, a2);
+      q = expand_step(q, m + 768 + k * 8, c3, a3);
+    }
+  }
+  // Pass 2: rounds 16, 8.
+  for (unsigned s = 0; s < 4; ++s) rounds_16_8(m + s * 256);
+  if (dim == 1 && count == chunk_values) {
+    // Pass 3: rounds 4, 2, 1 and each group's running sum down its words.
+    for (unsigned s = 0; s < 4; ++s) {
+      __m256i carry = _mm256_setzero_si256();
+      for (unsigned kb = 0; kb < 4; ++kb) {
+        std::uint32_t* r = m + s * 256 + kb * 64;
+        __m256i x[8];
+        for (unsigned t = 0; t < 8; ++t) x[t] = load(r + t * 8);
+        rounds_421(x);
+        x[0] = _mm256_add_epi32(x[0], carry);
+        for (unsigned t = 1; t < 8; ++t) x[t] = _mm256_add_epi32(x[t], x[t - 1]);
+        carry = x[7];
+        for (unsigned t = 0; t < 8; ++t) store(r + t * 8, x[t]);
+      }
+    }
+    // Pass 4: plus the sum of the groups before, back to value order, out (or, to be
+    // streamed out, into v).
+    alignas(32) std::uint32_t v[chunk_values];
+    unsigned char* o = stream ? reinterpret_cast<unsigned char*>(v) : dst;
+    __m256i before = _mm256_setzero_si256();
+    for (unsigned s = 0; s < 4; ++s) {
+      const __m256i totals = load(m + s * 256 + 31 * 8);
+      const __m256i incl = scan8(totals);
+      const __m256i add = _mm256_add_epi32(_mm256_sub_epi32(incl, totals), before);
+      before = _mm256_add_epi32(before, _mm256_permutevar8x32_epi32(incl, _mm256_set1_epi32(7)));
+      for (unsigned kb = 0; kb < 4; ++kb) {
+        const std::uint32_t* r = m + s * 256 + kb * 64;
+        __m256i x[8];
+        for (unsigned t = 0; t < 8; ++t) x[t] = _mm256_add_epi32(load(r + t * 8), add);
+        transpose8(x);
+        for (unsigned j = 0; j < 8; ++j) store(o + ((s * 8 + j) * 32 + kb * 8) * 4, x[j]);
+      }
+    }
+    if (stream) {
+      stream_copy(dst, o, chunk_values * 4);
+      _mm_sfence();
+    }
+    return;
+  }
+  // Other strides, short chunks: rounds 4, 2, 1 and the block transposition into value
+  // order, then the running sums of the residue classes.
+  alignas(32) std::uint32_t v[chunk_values];
+  for (unsigned s = 0; s < 4; ++s)
+    for (unsigned kb = 0; kb < 4; ++kb) {
+      const std::uint32_t* r = m + s * 256 + kb * 64;
+      __m256i x[8];
+      for (unsigned t = 0; t < 8; ++t) x[t] = load(r + t * 8);
+      rounds_421(x);
+      transpose8(x);
+      for (unsigned j = 0; j < 8; ++j) store(v + (s * 8 + j) * 32 + kb * 8, x[j]);
+    }
+  for (std::size_t j = 0; j < dim && j < count; ++j) {
+    std::uint32_t acc = 0;
+    for (std::size_t i = j; i < count; i += dim) {
+      acc += v[i];
+      v[i] = acc;
+    }
+  }
+  std::memcpy(dst, v, count * 4);
+}
+
+}  // namespace avx2
+#endif  // HCOMM_MPC_CLONES
+
+// ---------------------------------------------------------------------------------------
 // Encoding.
 
 // Sets the stride when the caller chose one (param 1..32).
@@ -357,13 +703,45 @@ struct encode_chunk_kernel {
   const T* in;
   std::size_t n;
   const std::uint64_t* dim_ptr;
-  Word* scratch;
-  std::uint64_t* sizes;
+  Word* scratch;          // slot i (chunk first + i) at scratch + i * geo::slot_words
+  std::uint64_t* sizes;   // sizes[c]: chunk c's size in words
+  std::size_t first = 0;  // index i is chunk first + i
 
-  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { HCOMM_MPC_DISPATCH(i); }
-  HCOMM_MPC_AVX2_VARIANT
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { HCOMM_MPC_DISPATCH(first + i); }
+#if HCOMM_MPC_CLONES
+  HCOMM_MPC_AVX2_TARGET void body_avx2(std::size_t c) const {
+    if constexpr (sizeof(Word) == 4) {
+      const std::size_t base = c * chunk_values;
+      const std::size_t count = min_size(chunk_values, n - base);
+      const unsigned groups = static_cast<unsigned>((count + W - 1) / W);
+      const unsigned dim = static_cast<unsigned>(*dim_ptr);
+      Word* out = scratch + (c - first) * geo::slot_words;
+      std::size_t size;
+      if (count == chunk_values) {
+        // A chunk is one 4 KiB page, and hardware prefetchers stop at page boundaries: fetch
+        // the next chunk while this one is coded.
+        if (base + 2 * chunk_values <= n)
+          for (std::size_t b = 0; b < chunk_values * sizeof(T); b += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(in + base + chunk_values) + b, _MM_HINT_T0);
+        size = avx2::encode_f32<false>(reinterpret_cast<const unsigned char*>(in + base), dim, groups, out);
+      } else {  // the short last chunk: residuals first (zero past the end)
+        alignas(32) Word tail[chunk_values];
+        alignas(32) Word r[chunk_values];
+        load_words(tail, in + base, count);
+        for (std::size_t i = count; i < chunk_values; ++i) tail[i] = 0;
+        delta<Word>(reinterpret_cast<const unsigned char*>(tail), dim, r);
+        for (std::size_t i = count; i < chunk_values; ++i) r[i] = 0;
+        size = avx2::encode_f32<true>(reinterpret_cast<const unsigned char*>(r), dim, groups, out);
+      }
+      sizes[c] = size;
+    } else {
+      body(c);
+    }
+  }
+#endif
 
-  // The portable body (what every executor runs; the host may run an AVX2 build of it).
+  // The portable body (what every executor runs; on x86-64 hosts with AVX2, float chunks
+  // take avx2::encode_f32 instead, which writes the same bytes).
   HCOMM_MPC_INLINE void body(std::size_t c) const {
     const std::size_t base = c * chunk_values;
     const std::size_t count = min_size(chunk_values, n - base);
@@ -395,7 +773,7 @@ struct encode_chunk_kernel {
     // Zero-word elimination, row by row (plane k of every group of the chunk, in group
     // order). A row whose words are all non-zero is copied whole, an all-zero row is skipped,
     // and a mixed row is packed branch-free: always store, advance only past non-zero words.
-    Word* out = scratch + c * geo::max_chunk_words;
+    Word* out = scratch + (c - first) * geo::slot_words;
     Word all = static_cast<Word>(~Word(0)), any = 0;  // lanes past `groups` are zero columns
     for (unsigned g = 0; g < L; ++g) {
       all &= bitmap[g];
@@ -422,34 +800,86 @@ struct encode_chunk_kernel {
   }
 };
 
-// Pass 2 (after the scan of the sizes): moves chunk c to its place, or, when the compressed
-// payload would not be smaller than the raw values, copies chunk c's raw values instead.
+// Pass 2 of one batch of chunks (first .. first + count - 1), after the scan of the batch's
+// sizes: moves each chunk behind the batches before it (*done words) and writes its index
+// entry. A chunk that would end past the raw size is not written: the payload falls back to
+// raw then anyway (raw_fallback_kernel), and the packed bytes must not overrun the buffer.
 template <floating_element T>
 struct gather_kernel {
   using Word = word_of<T>;
   using geo = geometry<Word>;
+  std::size_t n;
+  std::size_t chunks;
+  std::size_t first;
+  const Word* scratch;           // slot i = chunk first + i
+  const std::uint64_t* offsets;  // exclusive scan of the batch's sizes, offsets[count] = its total
+  const std::uint64_t* done;     // words of the batches before (executor memory)
+  unsigned char* payload;
+
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const {
+#if HCOMM_MPC_CLONES
+    if (n * sizeof(T) >= stream_bytes && host_has_avx2()) {
+      body_stream(i);
+      return;
+    }
+#endif
+    unsigned char* dst;
+    const unsigned char* src;
+    std::size_t bytes;
+    if (place(i, dst, src, bytes)) std::memcpy(dst, src, bytes);
+  }
+#if HCOMM_MPC_CLONES
+  // Large payloads on the host: written with non-temporal stores (they do not fit in the
+  // caches anyway, and this saves reading every line before it is overwritten).
+  static constexpr std::size_t stream_bytes = std::size_t(8) << 20;
+  HCOMM_MPC_AVX2_TARGET void body_stream(std::size_t i) const {
+    unsigned char* dst;
+    const unsigned char* src;
+    std::size_t bytes;
+    if (!place(i, dst, src, bytes)) return;
+    avx2::stream_copy(dst, src, bytes);
+    _mm_sfence();
+  }
+#endif
+
+  // Writes the index entry of chunk first + i; says where its words go (false: past the raw size).
+  HCOMM_MPC_INLINE bool place(std::size_t i, unsigned char*& dst, const unsigned char*& src, std::size_t& bytes) const {
+    const std::size_t c = first + i;
+    const std::size_t words = offsets[i + 1] - offsets[i];
+    const std::uint16_t entry = static_cast<std::uint16_t>(words);
+    std::memcpy(payload + head_bytes + 2 * c, &entry, 2);
+    const std::size_t at = head_bytes + index_bytes(chunks) + (*done + offsets[i]) * sizeof(Word);
+    bytes = words * sizeof(Word);
+    dst = payload + at;
+    src = reinterpret_cast<const unsigned char*>(scratch + i * geo::slot_words);
+    return at + bytes <= head_bytes + n * sizeof(T);
+  }
+};
+
+// After a batch: *done += the batch's total. One work item.
+struct advance_kernel {
+  std::uint64_t* done;
+  const std::uint64_t* batch_total;
+  HCOMM_HOST_DEVICE void operator()(std::size_t) const { *done += *batch_total; }
+};
+
+// After all batches: when the packed payload would not be smaller than the raw values, chunk
+// c's raw values (over whatever the gather wrote).
+template <floating_element T>
+struct raw_fallback_kernel {
+  using Word = word_of<T>;
   const T* in;
   std::size_t n;
-  const Word* scratch;
-  const std::uint64_t* offsets;  // exclusive scan of the sizes, offsets[chunks] = total words
   std::size_t chunks;
+  const std::uint64_t* total;  // packed words in all
   unsigned char* payload;
 
   HCOMM_HOST_DEVICE void operator()(std::size_t c) const {
-    const std::size_t ib = index_bytes(chunks);
-    const std::size_t packed_bytes = head_bytes + ib + offsets[chunks] * sizeof(Word);
-    const std::size_t raw_bytes = head_bytes + n * sizeof(T);
+    const std::size_t packed_bytes = head_bytes + index_bytes(chunks) + *total * sizeof(Word);
+    if (packed_bytes < head_bytes + n * sizeof(T)) return;
     const std::size_t base = c * chunk_values;
-    if (packed_bytes < raw_bytes) {
-      const std::size_t words = offsets[c + 1] - offsets[c];
-      std::memcpy(payload + head_bytes + ib + offsets[c] * sizeof(Word), scratch + c * geo::max_chunk_words,
-                  words * sizeof(Word));
-      const std::uint16_t entry = static_cast<std::uint16_t>(words);
-      std::memcpy(payload + head_bytes + 2 * c, &entry, 2);
-    } else {
-      const std::size_t count = min_size(chunk_values, n - base);
-      std::memcpy(payload + head_bytes + base * sizeof(T), in + base, count * sizeof(T));
-    }
+    const std::size_t count = min_size(chunk_values, n - base);
+    std::memcpy(payload + head_bytes + base * sizeof(T), in + base, count * sizeof(T));
   }
 };
 
@@ -459,14 +889,14 @@ struct finish_kernel {
   using Word = word_of<T>;
   std::size_t n;
   std::size_t chunks;
-  const std::uint64_t* offsets;
+  const std::uint64_t* total;  // packed words in all
   const std::uint64_t* dim;
   unsigned char* payload;
   std::uint64_t* payload_bytes;
 
   HCOMM_HOST_DEVICE void operator()(std::size_t) const {
     const std::size_t ib = index_bytes(chunks);
-    const std::size_t packed_bytes = head_bytes + ib + offsets[chunks] * sizeof(Word);
+    const std::size_t packed_bytes = head_bytes + ib + *total * sizeof(Word);
     const std::size_t raw_bytes = head_bytes + n * sizeof(T);
     const bool packed = packed_bytes < raw_bytes;
     for (std::size_t i = 0; i < head_bytes; ++i) payload[i] = 0;
@@ -516,8 +946,10 @@ struct check_chunk_kernel {
     const std::uint64_t lo = offsets[c], hi = offsets[c + 1];
     const std::uint64_t size = hi - lo;
     bool ok = size >= groups && size <= groups * (W + 1) && hi <= body_words;
+    const unsigned char* body = payload + head_bytes + index_bytes(chunks);
+    // The bitmaps are a few scattered lines per chunk: ask for those of a later chunk now.
+    if (c + 4 < chunks) prefetch(body + min_size(offsets[c + 4], body_words) * sizeof(Word));
     if (ok) {
-      const unsigned char* body = payload + head_bytes + index_bytes(chunks);
       std::uint64_t ones = 0;
       for (std::size_t g = 0; g < groups; ++g) {
         Word b;
@@ -547,9 +979,41 @@ struct decode_chunk_kernel {
   T* out;
 
   HCOMM_HOST_DEVICE void operator()(std::size_t i) const { HCOMM_MPC_DISPATCH(i); }
-  HCOMM_MPC_AVX2_VARIANT
+#if HCOMM_MPC_CLONES
+  HCOMM_MPC_AVX2_TARGET void body_avx2(std::size_t c) const {
+    if constexpr (sizeof(Word) == 4) {
+      const std::size_t base = c * chunk_values;
+      const std::size_t count = min_size(chunk_values, n - base);
+      const unsigned groups = static_cast<unsigned>((count + W - 1) / W);
+      const unsigned char* src = payload + head_bytes + index_bytes(chunks) + offsets[c] * sizeof(Word);
+      const unsigned char* packed = src + groups * sizeof(Word);
+      // The expansion reads 8 words at its position: past the chunk's last word it may read
+      // up to 7 words of the next chunk, but not past the payload.
+      alignas(32) Word copy[chunk_values + 8];
+      if (offsets[c + 1] + 8 > offsets[chunks]) {
+        const std::size_t nonzero = offsets[c + 1] - offsets[c] - groups;
+        load_words(copy, packed, nonzero);
+        for (std::size_t i = nonzero; i < nonzero + 8; ++i) copy[i] = 0;
+        packed = reinterpret_cast<const unsigned char*>(copy);
+      }
+      // Fetch the next chunk's words while this one is decoded (chunks are validated: the
+      // addresses lie in the payload).
+      if (c + 2 <= chunks) {
+        const unsigned char* body = payload + head_bytes + index_bytes(chunks);
+        const std::size_t lo = offsets[c + 1] * sizeof(Word), hi = offsets[c + 2] * sizeof(Word);
+        for (std::size_t b = lo; b < hi; b += 64) _mm_prefetch(reinterpret_cast<const char*>(body + b), _MM_HINT_T0);
+      }
+      // Large outputs go out with non-temporal stores (see gather_kernel).
+      avx2::decode_f32(src, packed, groups, dim, count, reinterpret_cast<unsigned char*>(out + base),
+                       n * sizeof(T) >= gather_kernel<T>::stream_bytes);
+    } else {
+      body(c);
+    }
+  }
+#endif
 
-  // The portable body (what every executor runs; the host may run an AVX2 build of it).
+  // The portable body (what every executor runs; on x86-64 hosts with AVX2, float chunks
+  // take avx2::decode_f32 instead).
   HCOMM_MPC_INLINE void body(std::size_t c) const {
     const std::size_t base = c * chunk_values;
     const std::size_t count = min_size(chunk_values, n - base);
