@@ -1,6 +1,9 @@
 // msparse/kernels/sddmm.hpp: sampled dense-dense product (SDDMM): the weight gradient of a
 // sparse linear layer at its active positions only.
 //
+// Two kernels: sddmm_tiles (CSR rows, whole-tile sweeps, the first version, kept for
+// reference and its tests) and sddmm_blocked (below; what layer::sparse_linear runs).
+//
 //   // dW[p] = sum_t dY[t, row(p)] * X[t, col(p)] for every active p (CSR order)
 //   sddmm_tiles k{row_ptr, col, dyt, xt, dw, rows, K, tokens, bounds, n_blocks, false};
 //   msparse::kernels::launch(ex, k.items(), k);

@@ -1,5 +1,10 @@
 // msparse/kernels/spmm.hpp: sparse x dense products over token tiles (SpMM).
 //
+// Two kernels: spmm_tiles (CSR rows with per-row panel pointers, 512-feature panels, the
+// first version, kept for reference and its tests) and spmm_blocked (below; what
+// layer::sparse_linear runs): the same register-blocked inner loop over a panel-blocked
+// copy of the index with 96-feature panels that stay in L1.
+//
 //   // C (tokens x rows) = B (tokens x K) * A^T + bias, A sparse rows x K in CSR
 //   spmm_tiles<> k{W.row_panels(), W.row_panel_count(), W.col_idx(), W.values().data(), bt, bias, c,
 //                  rows, K, tokens, ldc, false};

@@ -13,12 +13,16 @@
 // Shapes: x (tokens x in), y and dy (tokens x out), row-major; W is out x in (PyTorch's
 // nn.Linear layout), packed weights and gradients follow the format's entry order
 // (format/csr.hpp: row by row, scrambled inside a row; the same for every replica).
-// Cost model: conversion (set_weight) is O(out*in) once per topology update; every step
-// then costs 2*nnz*tokens FLOPs per product plus O(tokens*(in+out)) for the tile
-// transposes (x once per forward, dY once per backward; backward(dy, nullptr, ...) reuses
-// the forward's x tiles). Workspace grows to the largest token count seen and is reused,
-// so a layer object must not run two calls at once. Measured speed: bench/msparse/
-// RESULTS-sparse-linear.md.
+// Cost model: conversion (set_weight) is O(out*in) once per topology update, and builds
+// the kernels' panel-blocked copies of the index (format::blocked_pattern, ~12 bytes per
+// active weight each for W and W^T); every step then costs 2*nnz*tokens FLOPs per product,
+// O(nnz) to gather the values into the kernels' order (and scatter the SDDMM result back),
+// plus O(tokens*(in+out)) for the tile transposes (x once per forward, dY once per
+// backward; backward(dy, nullptr, ...) reuses the forward's x tiles). On one thread the
+// backward goes tile by tile (fused_backward). Kernel work items keep R x 64 partial
+// sums on the stack (up to 96 KB for the 384-line input-gradient items). Workspace grows
+// to the largest token count seen and is reused, so a layer object must not run two
+// calls at once. Measured speed: bench/msparse/RESULTS-sparse-linear.md.
 #pragma once
 #include <algorithm>
 #include <cstddef>
