@@ -121,15 +121,34 @@ struct mpc_codec {
     auto* out = reinterpret_cast<unsigned char*>(payload);
     std::uint64_t* done = s.control + 1;  // packed words placed so far
     ex.fill_zero(done, sizeof(std::uint64_t));
-    // Batches: a device takes all chunks at once; the host goes through the input in
-    // batches whose scratch slots stay in its caches between the two passes.
-    const std::size_t batch = Exec::is_device ? (chunks > 0 ? chunks : 1) : host_batch;
-    for (std::size_t first = 0; first < chunks; first += batch) {
-      const std::size_t count = chunks - first < batch ? chunks - first : batch;
-      ex.for_each(count, encode_chunk_kernel<T>{in, n, s.control, s.scratch, s.sizes, first});
-      ex.exclusive_scan(s.sizes + first, s.offsets, count);
-      ex.for_each(count, gather_kernel<T>{n, chunks, first, s.scratch, s.offsets, done, out});
-      ex.for_each(1, advance_kernel{done, s.offsets + count});
+    if constexpr (Exec::is_device) {
+      // All chunks at once.
+      if (chunks > 0) {
+        ex.for_each(chunks, encode_chunk_kernel<T>{in, n, s.control, s.scratch, s.sizes, 0});
+        ex.exclusive_scan(s.sizes, s.offsets, chunks);
+        ex.for_each(chunks, gather_kernel<T>{n, chunks, 0, s.scratch, s.offsets, done, out});
+        ex.for_each(1, advance_kernel{done, s.offsets + chunks});
+      }
+    } else {
+      // The host goes through the input in batches whose slots stay in its L2 cache, two
+      // sets of slots in turn: while batch b is encoded into one set, batch b - 1 is moved
+      // out of the other (its offsets are the scan of its sizes, *done the words before it).
+      constexpr std::size_t slot = geometry<word_type>::slot_words;
+      std::size_t prev_first = 0, prev_count = 0;
+      for (std::size_t first = 0, b = 0; first < chunks + host_batch; first += host_batch, ++b) {
+        const std::size_t count = first < chunks ? (chunks - first < host_batch ? chunks - first : host_batch) : 0;
+        if (count == 0 && prev_count == 0) break;
+        word_type* cur = s.scratch + (b % 2) * host_batch * slot;
+        const word_type* prev = s.scratch + ((b + 1) % 2) * host_batch * slot;
+        ex.for_each(count > prev_count ? count : prev_count,
+                    encode_gather_kernel<T>{encode_chunk_kernel<T>{in, n, s.control, cur, s.sizes, first}, count,
+                                            gather_kernel<T>{n, chunks, prev_first, prev, s.offsets, done, out},
+                                            prev_count});
+        if (prev_count > 0) ex.for_each(1, advance_kernel{done, s.offsets + prev_count});
+        if (count > 0) ex.exclusive_scan(s.sizes + first, s.offsets, count);
+        prev_first = first;
+        prev_count = count;
+      }
     }
     if (chunks > 0) ex.for_each(chunks, raw_fallback_kernel<T>{in, n, chunks, done, out});
     ex.for_each(1, finish_kernel<T>{n, chunks, done, s.control, out, payload_bytes});
@@ -212,7 +231,7 @@ struct mpc_codec {
     w.bad = w.offsets + align64((chunks + 1) * 8);
     w.scratch = w.bad + align64((chunks + 1) * 8);
     // A device encodes all chunks in one batch, so the slots are sized for all of them (the
-    // host touches only the first host_batch).
+    // host touches only the first 2 x host_batch).
     w.total = w.scratch + chunks * mpc_detail::geometry<word_type>::slot_words * sizeof(word_type);
     return w;
   }

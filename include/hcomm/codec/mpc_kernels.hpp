@@ -856,6 +856,20 @@ struct gather_kernel {
   }
 };
 
+// Host pipelining: index i encodes chunk i of one batch and moves chunk i of the batch
+// before it into place, so that the second pass's stores leave while the first pass computes.
+template <floating_element T>
+struct encode_gather_kernel {
+  encode_chunk_kernel<T> encode;
+  std::size_t encode_count;
+  gather_kernel<T> gather;
+  std::size_t gather_count;
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const {
+    if (i < gather_count) gather(i);
+    if (i < encode_count) encode(i);
+  }
+};
+
 // After a batch: *done += the batch's total. One work item.
 struct advance_kernel {
   std::uint64_t* done;
