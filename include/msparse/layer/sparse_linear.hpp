@@ -117,6 +117,9 @@ class sparse_linear {
   static constexpr int grad_rows_per_block = MSPARSE_GRAD_ROWS_PER_BLOCK;
   static constexpr std::size_t kernel_panel = MSPARSE_KERNEL_PANEL;
   static constexpr std::size_t grad_panel = MSPARSE_GRAD_PANEL;
+  // The SDDMM uses the forward's blocked index when the block and panel sizes agree.
+  static constexpr bool grad_shares_fwd =
+      static_cast<std::size_t>(grad_rows_per_block) == static_cast<std::size_t>(rows_per_item) && grad_panel == kernel_panel;
 
   sparse_linear(std::size_t in_features, std::size_t out_features, bool has_bias = true, Exec ex = {})
       : in_(in_features), out_(out_features), has_bias_(has_bias), ex_(ex), bias_(has_bias ? out_features : 0, 0.0f) {
@@ -139,8 +142,8 @@ class sparse_linear {
     fwd_ = format::blocked_pattern::build(w_.row_ptr(), w_.col_idx(), nullptr, out_, in_, rows_per_item, kernel_panel);
     bwd_ = format::blocked_pattern::build(w_.col_ptr(), w_.row_idx(), w_.csc_to_csr(), in_, out_, bwd_rows_per_item,
                                           kernel_panel);
-    if (grad_rows_per_block == rows_per_item && grad_panel == kernel_panel)
-      grad_ = fwd_;
+    if constexpr (grad_shares_fwd)
+      grad_ = format::blocked_pattern{};
     else
       grad_ = format::blocked_pattern::build(w_.row_ptr(), w_.col_idx(), nullptr, out_, in_, grad_rows_per_block,
                                              grad_panel);
@@ -255,10 +258,11 @@ class sparse_linear {
       HCOMM_EXPECTS(xt_tokens_ == tokens, "msparse: x == nullptr needs a forward over the same token count first");
     }
     gblk_.resize(w_.nnz());
-    kernels::sddmm_blocked<grad_rows_per_block> k{grad_.seg.data(), grad_.n_panels, grad_.panel_width, grad_.idx.data(), dyt, xt,
+    const format::blocked_pattern& gp = grad_pattern();
+    kernels::sddmm_blocked<grad_rows_per_block> k{gp.seg.data(), gp.n_panels, gp.panel_width, gp.idx.data(), dyt, xt,
                                                   gblk_.data(), out_, in_, tokens};
     kernels::launch(ex_, k.items(), k);
-    grad_.scatter(gblk_.data(), dw, accumulate);
+    gp.scatter(gblk_.data(), dw, accumulate);
   }
 
   // Both products one token tile at a time: dY's tile j is transposed into a one-tile
@@ -275,6 +279,7 @@ class sparse_linear {
       HCOMM_EXPECTS(xt_tokens_ == tokens, "msparse: x == nullptr needs a forward over the same token count first");
     }
     const std::size_t n_tiles = kernels::tile_count(tokens, tile);
+    const format::blocked_pattern& gp = grad_pattern();
     if (dyt_.size() < out_ * tile) dyt_.resize(out_ * tile);
     vals_.resize(w_.nnz());
     bwd_.gather(w_.values().data(), vals_.data());
@@ -287,13 +292,14 @@ class sparse_linear {
                                                   vals_.data(), dyt_.data(), nullptr, dx + t0 * in_, in_, out_, nt, in_,
                                                   accumulate};
       kernels::launch(ex_, ig.items(), ig);
-      kernels::sddmm_blocked<grad_rows_per_block> wg{grad_.seg.data(), grad_.n_panels, grad_.panel_width,
-                                                     grad_.idx.data(), dyt_.data(), xt + j * in_ * tile,
+      kernels::sddmm_blocked<grad_rows_per_block> wg{gp.seg.data(), gp.n_panels, gp.panel_width, gp.idx.data(), dyt_.data(), xt + j * in_ * tile,
                                                      gblk_.data(), out_, in_, nt, j > 0};
       kernels::launch(ex_, wg.items(), wg);
     }
-    grad_.scatter(gblk_.data(), dw, accumulate);
+    gp.scatter(gblk_.data(), dw, accumulate);
   }
+
+  const format::blocked_pattern& grad_pattern() const noexcept { return grad_shares_fwd ? fwd_ : grad_; }
 
   std::size_t in_, out_;
   bool has_bias_;
