@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -34,10 +35,11 @@
 #endif
 
 // x86-64 hosts: the group kernels are compiled twice, for the baseline instruction set and for
-// AVX2 (+BMI2, LZCNT), from the same C++ body, and pick at run time; the batch coders below
-// are written so that the compiler vectorises them across 8 blocks, which needs AVX2's
-// variable shifts and gathers. The bytes are the same (libzfp's) either way. Define
-// HCOMM_ZFP_NO_CLONES to build the baseline only.
+// AVX2 (+BMI2, LZCNT), from the same C++ body, and pick at run time. Only the AVX2 variant
+// uses the batch coders below (written so that the compiler vectorises them across 8 blocks,
+// which needs AVX2's variable shifts and gathers; without them they are slower than the
+// block-at-a-time coders, which the baseline variant, CUDA and other hosts use). The bytes
+// are the same (libzfp's) either way. Define HCOMM_ZFP_NO_CLONES to build the baseline only.
 #if !defined(__CUDACC__) && !defined(HCOMM_ZFP_NO_CLONES) && defined(__x86_64__) && \
     (defined(__GNUC__) || defined(__clang__))
 #define HCOMM_ZFP_CLONES 1
@@ -48,9 +50,12 @@
 namespace hcomm::codec::zfp_detail {
 
 #if HCOMM_ZFP_CLONES
+// The environment variable HCOMM_ZFP_BASELINE=1 forces the baseline variant (the tests run
+// the libzfp comparisons both ways).
 inline bool host_has_avx2() noexcept {
   // (LZCNT has no portable feature string; every CPU with AVX2 and BMI2 has it.)
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
+                          !(std::getenv("HCOMM_ZFP_BASELINE") && std::getenv("HCOMM_ZFP_BASELINE")[0] == '1');
   return has;
 }
 #define HCOMM_ZFP_DISPATCH(g)                        \
@@ -58,11 +63,11 @@ inline bool host_has_avx2() noexcept {
     body_avx2(g);                                    \
     return;                                          \
   }                                                  \
-  body(g)
+  body<false>(g)
 #define HCOMM_ZFP_AVX2_VARIANT \
-  __attribute__((target("avx2,bmi2,lzcnt"))) void body_avx2(std::size_t g) const { body(g); }
+  __attribute__((target("avx2,bmi2,lzcnt"))) void body_avx2(std::size_t g) const { body<true>(g); }
 #else
-#define HCOMM_ZFP_DISPATCH(g) body(g)
+#define HCOMM_ZFP_DISPATCH(g) body<false>(g)
 #define HCOMM_ZFP_AVX2_VARIANT
 #endif
 
@@ -1029,6 +1034,7 @@ struct encode_group_kernel {
   u64* counts;
   HCOMM_HOST_DEVICE void operator()(std::size_t g) const { HCOMM_ZFP_DISPATCH(g); }
   HCOMM_ZFP_AVX2_VARIANT
+  template <bool Batch>
   HCOMM_ZFP_INLINE void body(std::size_t g) const {
     const std::size_t first = g * group_values;
     const std::size_t nvals = n - first < group_values ? n - first : group_values;
@@ -1036,7 +1042,7 @@ struct encode_group_kernel {
     word_writer wr{stream + g * (group_blocks * maxbits / 64)};
     u64 nonfinite = 0;
     for (std::size_t b = 0; b < nblk; ++b) {
-      if constexpr (std::is_same_v<T, float>) {
+      if constexpr (Batch && std::is_same_v<T, float>) {
         // Eight whole blocks of finite values at once (the common case).
         if (maxbits <= 64 && b % batch_lanes == 0 && nvals >= 4 * (b + batch_lanes)) {  // whole blocks only
           const float* p = in + first + 4 * b;
@@ -1104,6 +1110,7 @@ struct decode_group_kernel {
   T* out;
   HCOMM_HOST_DEVICE void operator()(std::size_t g) const { HCOMM_ZFP_DISPATCH(g); }
   HCOMM_ZFP_AVX2_VARIANT
+  template <bool Batch>
   HCOMM_ZFP_INLINE void body(std::size_t g) const {
     const std::size_t first = g * group_values;
     const std::size_t nvals = n - first < group_values ? n - first : group_values;
@@ -1111,7 +1118,7 @@ struct decode_group_kernel {
     const word_reader rd{stream};
     std::size_t p = g * group_blocks * maxbits;
     std::size_t b = 0;
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (Batch && std::is_same_v<T, float>) {
       if (maxbits <= 64)
         for (; 4 * (b + batch_lanes) <= nvals; b += batch_lanes, p += batch_lanes * maxbits)  // whole blocks only
           decode_batch_f32(rd, p, maxbits, out + first + 4 * b);
