@@ -23,8 +23,8 @@
 //  - no inter-block busy wait: encoding is two passes. Pass 1 compresses each chunk into a
 //    worst-case slot of the workspace and records its size; an exclusive scan on the
 //    executor gives the offsets; pass 2 moves each chunk into place. A device does this for
-//    all chunks at once; the host goes in batches of 64 chunks, so that the slots stay in
-//    its L2 cache instead of going through memory twice.
+//    all chunks at once; the host goes in batches (64 chunks on one thread), so that the
+//    slots stay in its caches instead of going through memory twice.
 //  - param 0 = automatic stride: a kernel runs steps 2-4 for every stride 1..32 on up to
 //    64 sampled groups and keeps the stride with the fewest surviving words (a larger
 //    stride must save over 1/64 of the words to beat a smaller one, so noise keeps stride
@@ -134,12 +134,13 @@ struct mpc_codec {
       // sets of slots in turn: while batch b is encoded into one set, batch b - 1 is moved
       // out of the other (its offsets are the scan of its sizes, *done the words before it).
       constexpr std::size_t slot = geometry<word_type>::slot_words;
+      const std::size_t batch = host_batch(ex);
       std::size_t prev_first = 0, prev_count = 0;
-      for (std::size_t first = 0, b = 0; first < chunks + host_batch; first += host_batch, ++b) {
-        const std::size_t count = first < chunks ? (chunks - first < host_batch ? chunks - first : host_batch) : 0;
+      for (std::size_t first = 0, b = 0; first < chunks + batch; first += batch, ++b) {
+        const std::size_t count = first < chunks ? (chunks - first < batch ? chunks - first : batch) : 0;
         if (count == 0 && prev_count == 0) break;
-        word_type* cur = s.scratch + (b % 2) * host_batch * slot;
-        const word_type* prev = s.scratch + ((b + 1) % 2) * host_batch * slot;
+        word_type* cur = s.scratch + (b % 2) * batch * slot;
+        const word_type* prev = s.scratch + ((b + 1) % 2) * batch * slot;
         ex.for_each(count > prev_count ? count : prev_count,
                     encode_gather_kernel<T>{encode_chunk_kernel<T>{in, n, s.control, cur, s.sizes, first}, count,
                                             gather_kernel<T>{n, chunks, prev_first, prev, s.offsets, done, out},
@@ -213,10 +214,19 @@ struct mpc_codec {
   }
 
  private:
-  // Chunks per encoding batch on the host: 64 chunks are 256 KiB of float input and ~270 KiB
-  // of scratch slots, which stay in L2 between the two passes of the batch (measured on Zen 3:
-  // 32-64 about equal, 256 slower; one batch of everything sends the slots through DRAM).
-  static constexpr std::size_t host_batch = 64;
+  // Chunks per encoding batch on the host. One thread: 64 chunks (256 KiB of float input,
+  // twice ~270 KiB of slots, in L2; measured on Zen 3: 64 best, 256 and 1024 slower by ~1-3
+  // and ~4-7 ms per 64 MiB). Several threads: every batch is one parallel region, whose
+  // barrier costs a scheduler time slice when a thread is preempted, so fewer, larger
+  // batches (512: 32 regions per 64 MiB; with 64, two threads on a loaded 2-core machine
+  // took seconds). Executors that do not say their thread count get the larger batches.
+  template <class Exec>
+  static std::size_t host_batch(const Exec& ex) noexcept {
+    if constexpr (requires { ex.threads; }) {
+      if (ex.threads == 1) return 64;
+    }
+    return 512;
+  }
 
   struct layout {
     std::size_t counts, sizes, offsets, bad, scratch, total;
@@ -231,7 +241,7 @@ struct mpc_codec {
     w.bad = w.offsets + align64((chunks + 1) * 8);
     w.scratch = w.bad + align64((chunks + 1) * 8);
     // A device encodes all chunks in one batch, so the slots are sized for all of them (the
-    // host touches only the first 2 x host_batch).
+    // host touches only two batches' worth).
     w.total = w.scratch + chunks * mpc_detail::geometry<word_type>::slot_words * sizeof(word_type);
     return w;
   }
