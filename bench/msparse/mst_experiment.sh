@@ -10,8 +10,8 @@
 #
 # Static/SET/RigL run at a constant SPARSITY (default 0.9, ERK), MST at its default schedule
 # (dense -> 0.8 in 4 warm-up stages over the first quarter, 0.9 for the middle half, back
-# to 0.75 in 3 stages; topology updates every steps/20; Hybrid Sparse Attention during
-# warm-up). Wall time is the process's elapsed time (sum of step times in the table as well):
+# to 0.85 in 3 stages; topology updates every steps/20; Hybrid Sparse Attention during
+# the first half). Wall time is the process's elapsed time (sum of step times in the table as well):
 # on a shared machine it is noisy, so say so next to any number taken from here.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
