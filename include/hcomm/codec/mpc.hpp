@@ -22,9 +22,10 @@
 // What differs from the original:
 //  - no inter-block busy wait: encoding is two passes. Pass 1 compresses each chunk into a
 //    worst-case slot of the workspace and records its size; an exclusive scan on the
-//    executor gives the offsets; pass 2 moves each chunk into place. A device does this for
-//    all chunks at once; the host goes in batches (64 chunks on one thread), so that the
-//    slots stay in its caches instead of going through memory twice.
+//    executor gives the offsets; pass 2 moves each chunk into place. A device, or a host
+//    executor with several threads, does this for all chunks at once; a one-thread host
+//    executor goes in batches of 64 chunks, pass 2 of one batch alongside pass 1 of the
+//    next, so that the slots stay in its L2 cache instead of going through memory twice.
 //  - param 0 = automatic stride: a kernel runs steps 2-4 for every stride 1..32 on up to
 //    64 sampled groups and keeps the stride with the fewest surviving words (a larger
 //    stride must save over 1/64 of the words to beat a smaller one, so noise keeps stride
@@ -130,17 +131,19 @@ struct mpc_codec {
         ex.for_each(1, advance_kernel{done, s.offsets + chunks});
       }
     } else {
-      // The host goes through the input in batches whose slots stay in its L2 cache, two
+      // One thread goes through the input in batches whose slots stay in its L2 cache, two
       // sets of slots in turn: while batch b is encoded into one set, batch b - 1 is moved
       // out of the other (its offsets are the scan of its sizes, *done the words before it).
+      // Several threads take one batch of everything (host_batch).
       constexpr std::size_t slot = geometry<word_type>::slot_words;
-      const std::size_t batch = host_batch(ex);
+      const std::size_t batch = host_batch(ex, chunks);
       std::size_t prev_first = 0, prev_count = 0;
       for (std::size_t first = 0, b = 0; first < chunks + batch; first += batch, ++b) {
         const std::size_t count = first < chunks ? (chunks - first < batch ? chunks - first : batch) : 0;
         if (count == 0 && prev_count == 0) break;
-        word_type* cur = s.scratch + (b % 2) * batch * slot;
-        const word_type* prev = s.scratch + ((b + 1) % 2) * batch * slot;
+        // (one batch of everything only ever uses set 0)
+        word_type* cur = s.scratch + (batch < chunks ? (b % 2) * batch * slot : 0);
+        const word_type* prev = s.scratch + (batch < chunks ? ((b + 1) % 2) * batch * slot : 0);
         ex.for_each(count > prev_count ? count : prev_count,
                     encode_gather_kernel<T>{encode_chunk_kernel<T>{in, n, s.control, cur, s.sizes, first}, count,
                                             gather_kernel<T>{n, chunks, prev_first, prev, s.offsets, done, out},
@@ -151,7 +154,12 @@ struct mpc_codec {
         prev_count = count;
       }
     }
-    if (chunks > 0) ex.for_each(chunks, raw_fallback_kernel<T>{in, n, chunks, done, out});
+    if constexpr (Exec::is_device) {
+      if (chunks > 0) ex.for_each(chunks, raw_fallback_kernel<T>{in, n, chunks, done, out});
+    } else if (chunks > 0 && head_bytes + index_bytes(chunks) + *done * sizeof(word_type) >= head_bytes + n * sizeof(T)) {
+      // (host memory: no parallel region when nothing falls back)
+      ex.for_each(chunks, raw_fallback_kernel<T>{in, n, chunks, done, out});
+    }
     ex.for_each(1, finish_kernel<T>{n, chunks, done, s.control, out, payload_bytes});
   }
 
@@ -217,15 +225,16 @@ struct mpc_codec {
   // Chunks per encoding batch on the host. One thread: 64 chunks (256 KiB of float input,
   // twice ~270 KiB of slots, in L2; measured on Zen 3: 64 best, 256 and 1024 slower by ~1-3
   // and ~4-7 ms per 64 MiB). Several threads: every batch is one parallel region, whose
-  // barrier costs a scheduler time slice when a thread is preempted, so fewer, larger
-  // batches (512: 32 regions per 64 MiB; with 64, two threads on a loaded 2-core machine
-  // took seconds). Executors that do not say their thread count get the larger batches.
+  // barrier waits out a scheduler time slice whenever a thread is preempted; on a loaded
+  // 2-core machine that cost ~8 ms per region (2 threads, 64 MiB: 512-chunk batches 256 ms,
+  // 2048-chunk 73 ms, one batch 28-40 ms), so several threads, or an executor that does not
+  // say its thread count, take all chunks in one batch, as a device does.
   template <class Exec>
-  static std::size_t host_batch(const Exec& ex) noexcept {
+  static std::size_t host_batch(const Exec& ex, std::size_t chunks) noexcept {
     if constexpr (requires { ex.threads; }) {
       if (ex.threads == 1) return 64;
     }
-    return 512;
+    return chunks > 0 ? chunks : 1;
   }
 
   struct layout {

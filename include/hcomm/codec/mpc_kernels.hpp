@@ -466,12 +466,22 @@ HCOMM_MPC_AVX2_FN const unsigned char* expand_step(const unsigned char* q, std::
   return q + 4 * _mm_popcnt_u32(mask);
 }
 
+// Prefetches part `part` (of 16) of the lines of [pf, pf_end): callers spread the
+// prefetching of the next chunk over a pass, so that it does not stall on the miss buffers
+// all at once.
+HCOMM_MPC_AVX2_FN void prefetch_part(const unsigned char* pf, const unsigned char* pf_end, unsigned part) {
+  const std::size_t lines = static_cast<std::size_t>(pf_end - pf + 63) / 64;
+  const std::size_t lo = part * lines / 16, hi = (part + 1) * lines / 16;
+  for (std::size_t l = lo; l < hi; ++l) _mm_prefetch(reinterpret_cast<const char*>(pf + l * 64), _MM_HINT_T0);
+}
+
 // Encodes one chunk of 1024 floats (as words) into out (bitmaps, then the packed words);
 // returns its size in words. src: the values, read with the stride-dim delta on the fly; or,
 // with Residuals, the residuals themselves (the short last chunk). out must have 8 words of
-// room past the chunk's worst case.
+// room past the chunk's worst case. [pf, pf_end) is prefetched meanwhile (the next chunk).
 template <bool Residuals>
-HCOMM_MPC_AVX2_FN std::size_t encode_f32(const unsigned char* src, unsigned dim, unsigned groups, std::uint32_t* out) {
+HCOMM_MPC_AVX2_FN std::size_t encode_f32(const unsigned char* src, unsigned dim, unsigned groups, std::uint32_t* out,
+                                         const unsigned char* pf, const unsigned char* pf_end) {
   alignas(32) std::uint32_t m[chunk_values];  // sub-matrix s at m + 256 s, row k at + 8 k
   alignas(32) std::uint32_t head[64];         // 32 zero words, then group 0's values
   if constexpr (!Residuals) {
@@ -483,6 +493,7 @@ HCOMM_MPC_AVX2_FN std::size_t encode_f32(const unsigned char* src, unsigned dim,
   // Pass 1: delta, 8 x 8 block transposition, rounds 4, 2, 1.
   for (unsigned s = 0; s < 4; ++s)
     for (unsigned kb = 0; kb < 4; ++kb) {
+      prefetch_part(pf, pf_end, s * 4 + kb);
       __m256i x[8];
       for (unsigned j = 0; j < 8; ++j) {
         const unsigned g = s * 8 + j;
@@ -516,16 +527,31 @@ HCOMM_MPC_AVX2_FN std::size_t encode_f32(const unsigned char* src, unsigned dim,
   store(b + 8, bm1);
   store(b + 16, bm2);
   store(b + 24, bm3);
-  std::memcpy(out, b, groups * 4);
+  if (groups == 32) {
+    store(out, bm0);
+    store(out + 8, bm1);
+    store(out + 16, bm2);
+    store(out + 24, bm3);
+  } else {
+    std::memcpy(out, b, groups * 4);
+  }
   return groups + static_cast<std::size_t>(p - (out + groups));
 }
 
 // Decodes one chunk: `groups` bitmaps at bitmaps, the packed words at packed (readable for
 // 8 words past the last one), count values of stride dim to dst.
 HCOMM_MPC_AVX2_FN void decode_f32(const unsigned char* bitmaps, const unsigned char* packed, unsigned groups,
-                                  unsigned dim, std::size_t count, unsigned char* dst, bool stream) {
+                                  unsigned dim, std::size_t count, unsigned char* dst, bool stream,
+                                  const unsigned char* pf, const unsigned char* pf_end) {
   alignas(32) std::uint32_t b[32] = {};
-  std::memcpy(b, bitmaps, groups * 4);
+  if (groups == 32) {
+    store(b, load(bitmaps));
+    store(b + 8, load(bitmaps + 32));
+    store(b + 16, load(bitmaps + 64));
+    store(b + 24, load(bitmaps + 96));
+  } else {
+    std::memcpy(b, bitmaps, groups * 4);
+  }
   alignas(32) std::uint32_t m[chunk_values];
   // Pass 1: expansion and the running sum down the planes.
   {
@@ -534,6 +560,7 @@ HCOMM_MPC_AVX2_FN void decode_f32(const unsigned char* bitmaps, const unsigned c
     __m256i a0 = zero, a1 = zero, a2 = zero, a3 = zero;
     const unsigned char* q = packed;
     for (unsigned k = 0; k < 32; ++k) {
+      if ((k & 1) == 0) prefetch_part(pf, pf_end, k / 2);
       q = expand_step(q, m + k * 8, c0, a0);
       q = expand_step(q, m + 256 + k * 8, c1, a1);
       q = expand_step(q, m + 512 + k * 8, c2, a2);
@@ -720,10 +747,10 @@ struct encode_chunk_kernel {
       if (count == chunk_values) {
         // A chunk is one 4 KiB page, and hardware prefetchers stop at page boundaries: fetch
         // the next chunk while this one is coded.
-        if (base + 2 * chunk_values <= n)
-          for (std::size_t b = 0; b < chunk_values * sizeof(T); b += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(in + base + chunk_values) + b, _MM_HINT_T0);
-        size = avx2::encode_f32<false>(reinterpret_cast<const unsigned char*>(in + base), dim, groups, out);
+        const auto* next = reinterpret_cast<const unsigned char*>(in + base + chunk_values);
+        const auto* next_end = base + 2 * chunk_values <= n ? next + chunk_values * sizeof(T) : next;
+        size = avx2::encode_f32<false>(reinterpret_cast<const unsigned char*>(in + base), dim, groups, out, next,
+                                       next_end);
       } else {  // the short last chunk: residuals first (zero past the end)
         alignas(32) Word tail[chunk_values];
         alignas(32) Word r[chunk_values];
@@ -731,7 +758,8 @@ struct encode_chunk_kernel {
         for (std::size_t i = count; i < chunk_values; ++i) tail[i] = 0;
         delta<Word>(reinterpret_cast<const unsigned char*>(tail), dim, r);
         for (std::size_t i = count; i < chunk_values; ++i) r[i] = 0;
-        size = avx2::encode_f32<true>(reinterpret_cast<const unsigned char*>(r), dim, groups, out);
+        const auto* none = reinterpret_cast<const unsigned char*>(r);
+        size = avx2::encode_f32<true>(reinterpret_cast<const unsigned char*>(r), dim, groups, out, none, none);
       }
       sizes[c] = size;
     } else {
@@ -1012,14 +1040,12 @@ struct decode_chunk_kernel {
       }
       // Fetch the next chunk's words while this one is decoded (chunks are validated: the
       // addresses lie in the payload).
-      if (c + 2 <= chunks) {
-        const unsigned char* body = payload + head_bytes + index_bytes(chunks);
-        const std::size_t lo = offsets[c + 1] * sizeof(Word), hi = offsets[c + 2] * sizeof(Word);
-        for (std::size_t b = lo; b < hi; b += 64) _mm_prefetch(reinterpret_cast<const char*>(body + b), _MM_HINT_T0);
-      }
+      const unsigned char* body = payload + head_bytes + index_bytes(chunks);
+      const unsigned char* next = body + offsets[c + 1] * sizeof(Word);
+      const unsigned char* next_end = c + 2 <= chunks ? body + offsets[c + 2] * sizeof(Word) : next;
       // Large outputs go out with non-temporal stores (see gather_kernel).
       avx2::decode_f32(src, packed, groups, dim, count, reinterpret_cast<unsigned char*>(out + base),
-                       n * sizeof(T) >= gather_kernel<T>::stream_bytes);
+                       n * sizeof(T) >= gather_kernel<T>::stream_bytes, next, next_end);
     } else {
       body(c);
     }
