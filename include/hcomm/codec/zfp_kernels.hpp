@@ -220,7 +220,7 @@ HCOMM_HOST_DEVICE u64 group_test_bits(unsigned n) {
 // table and truncates at the end.
 //
 // enc_plane(n, x) = bits | len << 8 | n' << 12 for plane value x (bit i = coefficient i).
-constexpr std::uint16_t enc_plane(unsigned n, unsigned x) {
+HCOMM_HOST_DEVICE constexpr std::uint16_t enc_plane(unsigned n, unsigned x) {
   unsigned bits = 0, len = 0;
   for (unsigned i = 0; i < n; ++i) bits |= ((x >> i) & 1u) << len++;
   x >>= n;
@@ -240,7 +240,7 @@ constexpr std::uint16_t enc_plane(unsigned n, unsigned x) {
 }
 // dec_plane(n, s) for the next 7 stream bits s (bit 0 first), assuming the budget does not
 // end inside the plane: = x | len << 4 | n' << 8.
-constexpr std::uint16_t dec_plane(unsigned n, unsigned s) {
+HCOMM_HOST_DEVICE constexpr std::uint16_t dec_plane(unsigned n, unsigned s) {
   unsigned x = 0, pos = 0;
   for (unsigned i = 0; i < n; ++i) x |= ((s >> pos++) & 1u) << i;
   while (n < 4) {
@@ -252,6 +252,28 @@ constexpr std::uint16_t dec_plane(unsigned n, unsigned s) {
   return static_cast<std::uint16_t>(x | pos << 4 | n << 8);
 }
 
+// dec_plane_cut(n, s, r): one plane as libzfp decodes it when only r <= 7 bits of the budget
+// are left (r = 0: nothing is read), n <= 4, s = the next 7 stream bits (bits past the budget
+// are ignored): = x | len << 4 | n' << 8.
+HCOMM_HOST_DEVICE constexpr std::uint32_t dec_plane_cut(unsigned n, unsigned s, unsigned r) {
+  unsigned bits = r, q = 0;
+  const unsigned m = n < bits ? n : bits;
+  unsigned x = s & ((1u << m) - 1);
+  q = m;
+  bits -= m;
+  while (n < 4 && bits) {
+    --bits;
+    if (!((s >> q++) & 1u)) break;
+    while (n < 3 && bits) {
+      --bits;
+      if ((s >> q++) & 1u) break;
+      ++n;
+    }
+    x += 1u << n;
+    ++n;
+  }
+  return x | q << 4 | n << 8;
+}
 struct enc_table_t {
   std::uint16_t v[64];
 };
@@ -805,25 +827,13 @@ HCOMM_ZFP_INLINE void decode_block(const Source& rd, unsigned maxbits, T* v) {
       n = c >> 8;
       p += len;
       rem -= len;
-    } else {  // the budget ends inside this plane: follow libzfp bit by bit
-      unsigned bits = rem, q = 0;
-      const unsigned m = n < bits ? n : bits;
-      x = static_cast<unsigned>(pk) & ((1u << m) - 1);
-      q = m;
-      bits -= m;
-      while (n < 4 && bits) {
-        --bits;
-        if (!((pk >> q++) & 1u)) break;
-        while (n < 3 && bits) {
-          --bits;
-          if ((pk >> q++) & 1u) break;
-          ++n;
-        }
-        x += 1u << n;
-        ++n;
-      }
+    } else {  // the budget (rem < 7 bits) ends inside this plane: follow libzfp bit by bit
+      const unsigned cut = dec_plane_cut(n, static_cast<unsigned>(pk) & 127u, rem);
+      const unsigned q = (cut >> 4) & 15u;
+      x = cut & 15u;
+      n = cut >> 8;
       p += q;
-      rem = bits;
+      rem -= q;
     }
     ns[j >> 4] |= static_cast<u64>(x) << (4 * (j & 15u));
     ++j;
@@ -855,28 +865,6 @@ HCOMM_ZFP_INLINE void decode_block(const Source& rd, unsigned maxbits, T* v) {
   for (int i = 0; i < 4; ++i) v[i] = static_cast<T>(q[i]) * s;
 }
 
-// dec_plane_cut(n, s, r): one plane as libzfp decodes it when only r <= 7 bits of the budget
-// are left (r = 0: nothing is read), n <= 4, s = the next 7 stream bits (bits past the budget
-// are ignored): = x | len << 4 | n' << 8.
-constexpr std::uint32_t dec_plane_cut(unsigned n, unsigned s, unsigned r) {
-  unsigned bits = r, q = 0;
-  const unsigned m = n < bits ? n : bits;
-  unsigned x = s & ((1u << m) - 1);
-  q = m;
-  bits -= m;
-  while (n < 4 && bits) {
-    --bits;
-    if (!((s >> q++) & 1u)) break;
-    while (n < 3 && bits) {
-      --bits;
-      if ((s >> q++) & 1u) break;
-      ++n;
-    }
-    x += 1u << n;
-    ++n;
-  }
-  return x | q << 4 | n << 8;
-}
 struct dec_table32_t {
   std::uint32_t v[5 * 8 * 128];  // index (n * 8 + r) * 128 + s
 };
