@@ -37,8 +37,10 @@
 #include "model.hpp"
 #include "optim.hpp"
 #include "sparsity.hpp"
+#include "text.hpp"
 
 namespace gpt {
+
 
 // Thrown on every rank after one rank has printed why the run cannot go on.
 struct already_reported : std::exception {
@@ -367,11 +369,8 @@ class trainer {
       MPI_Bcast(&next, 1, MPI_INT, sampler, MPI_COMM_WORLD);
       text.push_back(static_cast<char>(next));
     }
-    if (world_rank_ == 0 && !opt_.quiet) {
-      std::string shown;
-      for (char ch : text) shown += (static_cast<unsigned char>(ch) < 32 && ch != '\n') ? '?' : ch;
-      std::printf("---- sample ----\n%s\n----------------\n", shown.c_str());
-    }
+    if (world_rank_ == 0 && !opt_.quiet)
+      std::printf("---- sample ----\n%s\n----------------\n", printable_text(text).c_str());
   }
 
   // ---- reporting ---------------------------------------------------------------------------
