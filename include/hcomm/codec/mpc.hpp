@@ -156,9 +156,13 @@ struct mpc_codec {
     }
     if constexpr (Exec::is_device) {
       if (chunks > 0) ex.for_each(chunks, raw_fallback_kernel<T>{in, n, chunks, done, out});
-    } else if (chunks > 0 && head_bytes + index_bytes(chunks) + *done * sizeof(word_type) >= head_bytes + n * sizeof(T)) {
-      // (host memory: no parallel region when nothing falls back)
-      ex.for_each(chunks, raw_fallback_kernel<T>{in, n, chunks, done, out});
+    } else if (chunks > 0) {
+      // A host executor reads the total (to_host: a fence where the executor needs one), so
+      // that the usual case costs no parallel region.
+      std::uint64_t total = 0;
+      ex.to_host(&total, done, sizeof total);
+      if (head_bytes + index_bytes(chunks) + total * sizeof(word_type) >= head_bytes + n * sizeof(T))
+        ex.for_each(chunks, raw_fallback_kernel<T>{in, n, chunks, done, out});
     }
     ex.for_each(1, finish_kernel<T>{n, chunks, done, s.control, out, payload_bytes});
   }
