@@ -9,7 +9,7 @@
 #   TRAIN_GPT=build/examples/gpt/train_gpt EXTRA="--dt 10" bench/msparse/mst_experiment.sh
 #
 # Static/SET/RigL run at a constant SPARSITY (default 0.9, ERK), MST at its default schedule
-# (dense -> 0.8 in 4 warm-up stages over the first quarter, 0.9 for the middle half, back
+# (dense -> 0.8 in 4 warm-up stages over the first 15%, 0.9 for the next 60%, back
 # to 0.85 in 3 stages; topology updates every steps/20; Hybrid Sparse Attention during
 # the first half). Wall time is the process's elapsed time (sum of step times in the table as well):
 # on a shared machine it is noisy, so say so next to any number taken from here.
