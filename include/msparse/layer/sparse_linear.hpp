@@ -249,14 +249,19 @@ class sparse_linear {
     kernels::launch(ex_, k.items(), k);
   }
 
-  void weight_grad_from_tiles(const float* dyt, const float* x, std::size_t tokens, float* dw, bool accumulate) {
-    const float* xt = xt_.data();
-    if (x) {
-      xt = to_tiles(x, tokens, in_, xt_);
-      xt_tokens_ = tokens;
-    } else {
+  // The tiles of x for the backward: transposed now, or (x == nullptr) the forward's.
+  const float* x_tiles(const float* x, std::size_t tokens) {
+    if (!x) {
       HCOMM_EXPECTS(xt_tokens_ == tokens, "msparse: x == nullptr needs a forward over the same token count first");
+      return xt_.data();
     }
+    const float* xt = to_tiles(x, tokens, in_, xt_);
+    xt_tokens_ = tokens;
+    return xt;
+  }
+
+  void weight_grad_from_tiles(const float* dyt, const float* x, std::size_t tokens, float* dw, bool accumulate) {
+    const float* xt = x_tiles(x, tokens);
     gblk_.resize(w_.nnz());
     const format::blocked_pattern& gp = grad_pattern();
     kernels::sddmm_blocked<grad_rows_per_block> k{gp.seg.data(), gp.n_panels, gp.panel_width, gp.idx.data(), dyt, xt,
@@ -271,13 +276,7 @@ class sparse_linear {
   // transposed dY never makes a round trip through DRAM (2048 x 3072: 25 MB written and
   // read twice otherwise). Three launches per tile.
   void fused_backward(const float* dy, const float* x, std::size_t tokens, float* dx, float* dw, bool accumulate) {
-    const float* xt = xt_.data();
-    if (x) {
-      xt = to_tiles(x, tokens, in_, xt_);
-      xt_tokens_ = tokens;
-    } else {
-      HCOMM_EXPECTS(xt_tokens_ == tokens, "msparse: x == nullptr needs a forward over the same token count first");
-    }
+    const float* xt = x_tiles(x, tokens);
     const std::size_t n_tiles = kernels::tile_count(tokens, tile);
     const format::blocked_pattern& gp = grad_pattern();
     if (dyt_.size() < out_ * tile) dyt_.resize(out_ * tile);
