@@ -507,12 +507,14 @@ class sparse_trainer final : public block_ops {
     if (!active() || !sparse_attn_) return false;
     const std::size_t Cl = static_cast<std::size_t>(nh) * hd, ld = 3 * Cl;
     const auto& lay = hsa_.sparse();
+    attn_ws_.resize(msparse::attention::forward_workspace(lay, static_cast<std::size_t>(hd), ld));  // packed K, V
     for (int s = 0; s < S; ++s)
       for (int h = 0; h < nh; ++h) {
         const float* q = qkv + static_cast<std::size_t>(s) * T * ld + static_cast<std::size_t>(h) * hd;
         float* lse = att + (static_cast<std::size_t>(s) * nh + h) * T;  // the probability buffer is free
         msparse::attention::forward(lay, q, q + Cl, q + 2 * Cl, static_cast<std::size_t>(hd),
-                                    out + static_cast<std::size_t>(s) * T * Cl + static_cast<std::size_t>(h) * hd, lse, ld, Cl);
+                                    out + static_cast<std::size_t>(s) * T * Cl + static_cast<std::size_t>(h) * hd, lse, ld, Cl,
+                                    attn_ws_.data());
       }
     return true;
   }
@@ -521,7 +523,7 @@ class sparse_trainer final : public block_ops {
     if (!active() || !sparse_attn_) return false;
     const std::size_t Cl = static_cast<std::size_t>(nh) * hd, ld = 3 * Cl;
     const auto& lay = hsa_.sparse();
-    delta_.resize(static_cast<std::size_t>(T));
+    attn_ws_.resize(msparse::attention::backward_workspace(lay, static_cast<std::size_t>(hd), ld, Cl));  // P, dS, packed rows
     for (int s = 0; s < S; ++s)
       for (int h = 0; h < nh; ++h) {
         const std::size_t qo = static_cast<std::size_t>(s) * T * ld + static_cast<std::size_t>(h) * hd;
@@ -530,7 +532,7 @@ class sparse_trainer final : public block_ops {
         float* dq = dqkv + qo;
         msparse::attention::backward(lay, q, q + Cl, q + 2 * Cl, out + oo,
                                      att + (static_cast<std::size_t>(s) * nh + h) * T, dout + oo,
-                                     static_cast<std::size_t>(hd), dq, dq + Cl, dq + 2 * Cl, ld, Cl, delta_.data());
+                                     static_cast<std::size_t>(hd), dq, dq + Cl, dq + 2 * Cl, ld, Cl, attn_ws_.data());
       }
     return true;
   }
@@ -658,7 +660,7 @@ class sparse_trainer final : public block_ops {
   std::vector<local_layer> locals_;
   std::vector<int> slot_;
   std::vector<double> densities_;
-  std::vector<float> buf_, delta_;
+  std::vector<float> buf_, attn_ws_;
   double density_ = 1.0, saved_bytes_ = 0;
   std::uint64_t checksum_ = 0;
   std::int64_t step_ = 0;

@@ -8,6 +8,7 @@
 
 #include "msparse/attention/block_sparse.hpp"
 #include "msparse/attention/hybrid.hpp"
+#include "msparse/kernels/launch.hpp"
 
 using namespace msparse::attention;
 
@@ -64,6 +65,61 @@ TEST_CASE("block-sparse attention equals masked dense attention / forward and ba
   std::vector<std::uint8_t> keep(8 * 8, 0);
   keep[5 * 8 + 1] = keep[7 * 8 + 0] = keep[3 * 8 + 2] = 1;
   check_against_reference(layout::from_blocks(keep, 128, 16), 16, 99);
+}
+
+TEST_CASE("attention kernels: every head-size path and long rows across score chunks", "[attention]") {
+  // d 32 and 64: the compiled f8 bodies; 40: f8 with the size at run time; 12 and 20: the
+  // scalar body (not a multiple of 8). T 200 dense: rows of up to 200 kept keys, several
+  // online-softmax chunks, with larger scores later in the row (a rescale of the sum).
+  unsigned seed = 500;
+  for (std::size_t d : {std::size_t(32), std::size_t(64), std::size_t(40), std::size_t(12), std::size_t(20)}) {
+    check_against_reference(layout::causal(200, 32), d, seed++);
+    check_against_reference(layout::cover({pattern::local_strided, 16, 1}, 128, 16), d, seed++);
+    check_against_reference(layout::cover({pattern::fixed, 32, 3}, 150, 16), d, seed++);
+  }
+  {
+    const std::size_t T = 200, d = 32;
+    auto q = randn(T * d, 7), k = randn(T * d, 8), v = randn(T * d, 9);
+    for (std::size_t i = 0; i < T; ++i)
+      for (std::size_t c = 0; c < d; ++c) q[i * d + c] *= 0.05f * float(i);  // sharper later rows
+    for (std::size_t j = 0; j < T; ++j)
+      for (std::size_t c = 0; c < d; ++c) k[j * d + c] *= 0.02f * float(j);  // larger scores later in a row
+    const auto lay = layout::causal(T, 32);
+    const auto mask = lay.element_mask();
+    std::vector<float> o(T * d), lse(T), ro(T * d);
+    forward(lay, q.data(), k.data(), v.data(), d, o.data(), lse.data());
+    dense_masked_forward(mask.data(), T, d, q.data(), k.data(), v.data(), ro.data());
+    CHECK(rel_err(o, ro) < 2e-5);
+  }
+  // The plain (non-AVX2) host bodies give the same results within rounding.
+  msparse::kernels::set_force_baseline(true);
+  check_against_reference(layout::cover({pattern::local_strided, 16, 1}, 128, 16), 32, 900);
+  check_against_reference(layout::causal(150, 32), 24, 901);
+  msparse::kernels::set_force_baseline(false);
+}
+
+TEST_CASE("element lists hold exactly the kept entries, rows and columns", "[attention]") {
+  for (const auto& lay : {layout::cover({pattern::local_strided, 16, 1}, 150, 16), layout::blockwise({pattern::fixed, 32, 2}, 128, 16),
+                          layout::causal(64, 16)}) {
+    const std::size_t T = lay.T();
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < T; ++i) {
+      std::vector<std::uint32_t> want;
+      for (std::size_t j = 0; j <= i; ++j)
+        if (lay.keep(i, j)) want.push_back(std::uint32_t(j));
+      n += want.size();
+      REQUIRE(std::vector<std::uint32_t>(lay.ent_col().begin() + lay.ent_ptr()[i], lay.ent_col().begin() + lay.ent_ptr()[i + 1]) == want);
+    }
+    CHECK(lay.kept_entries() == n);
+    for (std::size_t j = 0; j < T; ++j)
+      for (std::uint32_t t = lay.key_ptr()[j]; t < lay.key_ptr()[j + 1]; ++t) {
+        REQUIRE(lay.ent_col()[lay.key_ent()[t]] == j);
+        REQUIRE(lay.key_ent()[t] >= lay.ent_ptr()[lay.key_row()[t]]);
+        REQUIRE(lay.key_ent()[t] < lay.ent_ptr()[lay.key_row()[t] + 1]);
+        if (t > lay.key_ptr()[j]) REQUIRE(lay.key_row()[t - 1] < lay.key_row()[t]);
+      }
+    CHECK(lay.key_ptr()[T] == n);
+  }
 }
 
 TEST_CASE("a sparse layout really skips blocks and the reference detects a wrong mask", "[attention]") {

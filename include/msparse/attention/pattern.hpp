@@ -127,18 +127,9 @@ class layout {
   }
 
   std::size_t causal_entries() const noexcept { return T_ * (T_ + 1) / 2; }
-  // Entries attended to (what the mask keeps). The host kernels skip every other entry
-  // (whole blocks through the block lists, single entries by the in-block test), so this
-  // is also their work.
-  std::size_t kept_entries() const {
-    std::size_t n = 0;
-    for (std::size_t qb = 0; qb < nb_; ++qb)
-      for (std::size_t kb = 0; kb <= qb; ++kb)
-        if (keep_[qb * nb_ + kb])
-          for (std::size_t i = qb * B_; i < std::min(T_, (qb + 1) * B_); ++i)
-            for (std::size_t j = kb * B_; j < std::min(T_, (kb + 1) * B_) && j <= i; ++j) n += keep_in_block(i, j);
-    return n;
-  }
+  // Entries attended to (what the mask keeps). The kernels run over the element lists
+  // below, which hold exactly these entries, so this is also their work.
+  std::size_t kept_entries() const noexcept { return ent_col_.size(); }
   // Causal entries inside kept blocks: the work of a kernel that computes whole tiles
   // (a tensor-core GPU kernel), and what the block layout alone guarantees to skip.
   std::size_t computed_entries() const {
@@ -161,10 +152,22 @@ class layout {
   const std::vector<std::uint32_t>& col_ptr() const noexcept { return col_ptr_; }
   const std::vector<std::uint32_t>& col_idx() const noexcept { return col_idx_; }
 
+  // Element lists (what the kernels run over): the kept keys of query row i are
+  // ent_col()[ent_ptr()[i] .. ent_ptr()[i+1]) in ascending order, entry e = the position in
+  // that row-major order; the kept queries of key column j are the t in
+  // [key_ptr()[j], key_ptr()[j+1]) with query key_row()[t] and entry key_ent()[t],
+  // ascending in the query. 12 bytes per kept entry.
+  const std::vector<std::uint32_t>& ent_ptr() const noexcept { return ent_ptr_; }
+  const std::vector<std::uint32_t>& ent_col() const noexcept { return ent_col_; }
+  const std::vector<std::uint32_t>& key_ptr() const noexcept { return key_ptr_; }
+  const std::vector<std::uint32_t>& key_row() const noexcept { return key_row_; }
+  const std::vector<std::uint32_t>& key_ent() const noexcept { return key_ent_; }
+
  private:
   layout(std::size_t T, std::size_t B, const pattern_spec& p, bool exact)
       : T_(T), B_(B), nb_(B ? (T + B - 1) / B : 0), p_(p), exact_(exact) {
     HCOMM_EXPECTS(T > 0 && B > 0, "msparse: attention layout needs T > 0 and block > 0");
+    HCOMM_EXPECTS(T <= 65536, "msparse: attention layout T must be <= 65536 (32-bit entry indices)");
     HCOMM_EXPECTS(p.kind == pattern::dense || p.stride > 0, "msparse: attention pattern stride must be > 0");
     HCOMM_EXPECTS(p.kind != pattern::fixed || (p.summary >= 1 && p.summary <= p.stride),
                   "msparse: fixed pattern summary must be in [1, stride]");
@@ -194,6 +197,31 @@ class layout {
         if (keep_[qb * nb_ + kb]) col_idx_.push_back(std::uint32_t(qb));
       col_ptr_[kb + 1] = std::uint32_t(col_idx_.size());
     }
+    // Element lists: rows through their kept blocks, then the transpose (a counting sort
+    // by key, stable in the query).
+    ent_ptr_.assign(T_ + 1, 0);
+    ent_col_.clear();
+    for (std::size_t i = 0; i < T_; ++i) {
+      const std::size_t qb = i / B_;
+      for (std::uint32_t r = row_ptr_[qb]; r < row_ptr_[qb + 1]; ++r) {
+        const std::size_t j0 = std::size_t(row_idx_[r]) * B_, j1 = std::min({T_, j0 + B_, i + 1});
+        for (std::size_t j = j0; j < j1; ++j)
+          if (keep_in_block(i, j)) ent_col_.push_back(std::uint32_t(j));
+      }
+      ent_ptr_[i + 1] = std::uint32_t(ent_col_.size());
+    }
+    key_ptr_.assign(T_ + 1, 0);
+    for (const auto j : ent_col_) ++key_ptr_[j + 1];
+    for (std::size_t j = 0; j < T_; ++j) key_ptr_[j + 1] += key_ptr_[j];
+    key_row_.assign(ent_col_.size(), 0);
+    key_ent_.assign(ent_col_.size(), 0);
+    std::vector<std::uint32_t> fill(key_ptr_.begin(), key_ptr_.end() - 1);
+    for (std::size_t i = 0; i < T_; ++i)
+      for (std::uint32_t e = ent_ptr_[i]; e < ent_ptr_[i + 1]; ++e) {
+        const std::uint32_t t = fill[ent_col_[e]]++;
+        key_row_[t] = std::uint32_t(i);
+        key_ent_[t] = e;
+      }
   }
 
   std::size_t T_ = 0, B_ = 0, nb_ = 0;
@@ -201,6 +229,7 @@ class layout {
   bool exact_ = false;
   std::vector<std::uint8_t> keep_;
   std::vector<std::uint32_t> row_ptr_, row_idx_, col_ptr_, col_idx_;
+  std::vector<std::uint32_t> ent_ptr_, ent_col_, key_ptr_, key_row_, key_ent_;
 };
 
 }  // namespace msparse::attention
