@@ -19,7 +19,11 @@
 // (one sgemm) is computed only on topology-update steps of gradient-growth rules (RigL, MST),
 // into a separate buffer that is DP-all-reduced and read by the growth rule only, so the
 // optimizer never sees gradients at inactive positions. A layer whose mask is full (MST's
-// dense first warm-up stage) runs the dense sgemm path.
+// dense first warm-up stage) runs the dense sgemm path; so does, on its masked weight, a
+// layer whose mask density is at or above --dense-above (default 0.5, where the sparse
+// kernels stop being faster than sgemm at C = 128; MST's 27%-sparse warm-up stage), keeping
+// only the active positions of the weight gradient. Such a layer's FLOPs are counted dense
+// (the counter gets the executed density, the metrics' "density" stays the masks').
 //
 // Parallelism. Masks are a pure function of (seed, step, global layer index, weights,
 // gradients): the topology lists every block of the model (layers of other pipeline stages
@@ -80,6 +84,11 @@ struct sparsity_config {
   std::string distribution = "erk";  // erk | uniform
   int seed = -1;                     // -1: the model seed
   bool packed_dp = true;             // sparsity-aware DP all-reduce
+  // A sparse layer whose mask density is >= this runs dense sgemm on its masked weight (the
+  // zeros at inactive positions make it the same product) and keeps only the active
+  // positions of the weight gradient; its FLOPs are counted dense. 0.5: the break-even of
+  // the sparse kernels at C = 128 (bench/msparse/RESULTS-mst.md); > 1: never.
+  double dense_above = 0.5;
 
   bool sparse() const { return method != "dense"; }
   int interval_for(int steps) const { return update_interval > 0 ? update_interval : std::max(1, steps / 20); }
@@ -104,7 +113,9 @@ inline const char* sparsity_usage =
     "          default steps/20)  --zeta X (0.3)  --growth-ratio R (mst, 3)  --sparse-dist erk|uniform\n"
     "          --sparse-seed N  --hsa-frac F (mst: sparse attention share, default 0.5; < 0: the warm-up)\n"
     "          --hsa-pattern local|strided|local_strided|fixed|dense --hsa-stride N (T/8) --hsa-block N\n"
-    "          --sparse-dp packed|dense (DP all-reduce of active values only; default packed)\n";
+    "          --sparse-dp packed|dense (DP all-reduce of active values only; default packed)\n"
+    "          --dense-above D (sparse layers at mask density >= D run dense sgemm on the masked\n"
+    "          weight, counted as dense FLOPs; default 0.5, the kernels' break-even at C=128; 2: never)\n";
 
 // Takes the sparsity options out of the parsed key/value map (what is left is unknown).
 inline void take_sparsity_options(std::map<std::string, std::string>& kv, sparsity_config& s) {
@@ -156,6 +167,7 @@ inline void take_sparsity_options(std::map<std::string, std::string>& kv, sparsi
   inum("--hsa-block", s.hsa_block);
   take("--sparse-dist", s.distribution);
   inum("--sparse-seed", s.seed);
+  num("--dense-above", s.dense_above);
   std::string dp;
   if (take("--sparse-dp", dp)) {
     if (dp != "packed" && dp != "dense") bad("--sparse-dp must be packed or dense");
@@ -187,8 +199,9 @@ class sparse_trainer final : public block_ops {
     int block = 0, which = 0;
     std::int64_t offset = 0, rows = 0, cols = 0;  // local shard in the stage's allocation
     bool dense_path = true;   // mask full: sgemm
+    bool masked_dense = false;  // mask density >= dense_above: sgemm on the masked weight
     msparse::layer::sparse_linear<> lin{1, 1, false};
-    std::vector<float> gpacked, gdense;
+    std::vector<float> gpacked, gdense, gscratch;
     const float* tiled_x = nullptr;  // input whose tiles the layer holds (last forward/backward)
   };
 
@@ -303,7 +316,7 @@ class sparse_trainer final : public block_ops {
     for (auto& L : locals_) {
       L.tiled_x = nullptr;  // the buffers get new activations this step
       if (L.dense_path) continue;
-      L.lin.weight().gather_from(model_->params.data() + L.offset);  // AdamW moved the values
+      if (!L.masked_dense) L.lin.weight().gather_from(model_->params.data() + L.offset);  // AdamW moved the values
       std::fill(L.gpacked.begin(), L.gpacked.end(), 0.f);
       if (dense_grad_) {
         L.gdense.assign(static_cast<std::size_t>(L.rows * L.cols), 0.f);
@@ -378,7 +391,7 @@ class sparse_trainer final : public block_ops {
   // After the optimizer: count this step's FLOPs (with the masks it ran with), update the
   // topology on update steps, check the invariants. Collective (MPI_COMM_WORLD).
   void end_step(std::int64_t step) {
-    last_ = flops_.step(densities_, attention_density(step), active() && topo_.needs_dense_gradient(step));
+    last_ = flops_.step(exec_densities_, attention_density(step), active() && topo_.needs_dense_gradient(step));
     updated_ = false;
     if (!active() || !topo_.is_update_step(step)) return;
     auto t = tensors();
@@ -481,6 +494,12 @@ class sparse_trainer final : public block_ops {
   bool linear_forward(int layer, int which, float* out, const float* x, std::int64_t N) override {
     local_layer* L = sparse_layer(layer, which);
     if (!L) return false;
+    if (L->masked_dense) {  // out[N, rows] = x[N, cols] W^T, W with zeros at inactive positions
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(N), static_cast<int>(L->rows),
+                  static_cast<int>(L->cols), 1.f, x, static_cast<int>(L->cols), model_->params.data() + L->offset,
+                  static_cast<int>(L->cols), 0.f, out, static_cast<int>(L->rows));
+      return true;
+    }
     L->lin.forward(x, static_cast<std::size_t>(N), out);
     L->tiled_x = x;  // the layer keeps x's tiles: its backward on the same micro-batch reuses them
     return true;
@@ -490,6 +509,24 @@ class sparse_trainer final : public block_ops {
     local_layer* L = sparse_layer(layer, which);
     if (!L) return false;
     const auto n = static_cast<std::size_t>(N);
+    if (L->masked_dense) {
+      // dX (+)= dY W; dW = dY^T X everywhere (sgemm), of which the active positions go to the
+      // packed gradient (the optimizer's) and, on update steps, all to the growth buffer
+      const int r = static_cast<int>(L->rows), c = static_cast<int>(L->cols), nn = static_cast<int>(N);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nn, c, r, 1.f, dout, r, model_->params.data() + L->offset, c,
+                  accumulate_dx ? 1.f : 0.f, dx, c);
+      float* gw = L->gscratch.data();
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, r, c, nn, 1.f, dout, r, x, c, 0.f, gw, c);
+      const auto& w = L->lin.weight();
+      const auto* rp = w.row_ptr();
+      const auto* ci = w.col_idx();
+      float* gp = L->gpacked.data();
+      for (std::size_t row = 0; row < static_cast<std::size_t>(L->rows); ++row)
+        for (auto p = rp[row]; p < rp[row + 1]; ++p) gp[p] += gw[row * static_cast<std::size_t>(L->cols) + ci[p]];
+      if (dense_grad_)  // accumulated over micro-batches like the sparse path's sgemm
+        for (std::size_t i = 0; i < L->gdense.size(); ++i) L->gdense[i] += gw[i];
+      return true;
+    }
     // dX = dY W (SpMM on W^T) and dW[active] += (dY^T X) (SDDMM, accumulated over micro-
     // batches) in one call, dY tiled once; x's tiles come from the forward when it was the
     // last forward of this layer (activations are per micro-batch, so the pointer says which)
@@ -564,35 +601,45 @@ class sparse_trainer final : public block_ops {
         hcomm::fail(hcomm::errc::mismatch, "sparsity: mask shape differs from the weight shard");
       L.dense_path = m.active() == m.size();
       if (L.dense_path) {
+        L.masked_dense = false;
         L.gpacked = {};
         L.gdense = {};
+        L.gscratch = {};
         continue;
       }
       if (L.lin.in_features() != static_cast<std::size_t>(L.cols) || L.lin.out_features() != static_cast<std::size_t>(L.rows))
         L.lin = msparse::layer::sparse_linear<>(static_cast<std::size_t>(L.cols), static_cast<std::size_t>(L.rows), false);
       L.lin.set_weight(model_->params.data() + L.offset, m.data());
       L.gpacked.assign(L.lin.weight().nnz(), 0.f);
+      L.masked_dense = static_cast<double>(m.active()) >= sc_.dense_above * static_cast<double>(m.size());
+      if (L.masked_dense) L.gscratch.assign(m.size(), 0.f);
+      else L.gscratch = {};
     }
   }
-  // Per-layer densities of the whole model (for the FLOP counter), the overall density and
-  // a checksum of DP replica 0's masks: sums over the ranks of DP replica 0.
+  // Per-layer densities of the whole model (masks) and as executed (a masked-dense layer
+  // runs every product dense: density 1 for the FLOP counter), the overall density and a
+  // checksum of DP replica 0's masks: sums over the ranks of DP replica 0.
   void global_densities() {
     const std::size_t n = topo_.size();
-    std::vector<double> v(n + 1, 0.0);
+    std::vector<double> v(2 * n, 0.0);
     std::uint64_t h = 0;
     if (g_.dp_rank == 0)
       for (const auto& L : locals_) {
-        v[L.topo] = static_cast<double>(topo_.mask_of(L.topo).active());
-        h ^= msparse::splitmix64(topo_.mask_of(L.topo).checksum() ^ (L.topo * 0x9E3779B97F4A7C15ull) ^ g_.tp_rank);
+        const auto& m = topo_.mask_of(L.topo);
+        v[L.topo] = static_cast<double>(m.active());
+        v[n + L.topo] = static_cast<double>(L.masked_dense ? m.size() : m.active());
+        h ^= msparse::splitmix64(m.checksum() ^ (L.topo * 0x9E3779B97F4A7C15ull) ^ g_.tp_rank);
       }
-    MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, v.data(), static_cast<int>(2 * n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     MPI_Allreduce(MPI_IN_PLACE, &h, 1, MPI_UINT64_T, MPI_BXOR, MPI_COMM_WORLD);
     checksum_ = h;
     densities_.assign(n, 1.0);
+    exec_densities_.assign(n, 1.0);
     double on = 0, all = 0;
     for (std::size_t i = 0; i + 1 < n; ++i) {  // every block layer (the LM head stays dense)
       const double size = static_cast<double>(topo_.layer(i).size());
       densities_[i] = active() ? v[i] / size : 1.0;
+      exec_densities_[i] = active() ? v[n + i] / size : 1.0;
       on += densities_[i] * size;
       all += size;
     }
@@ -659,7 +706,7 @@ class sparse_trainer final : public block_ops {
   msparse::step_flops last_{};
   std::vector<local_layer> locals_;
   std::vector<int> slot_;
-  std::vector<double> densities_;
+  std::vector<double> densities_, exec_densities_;
   std::vector<float> buf_, attn_ws_;
   double density_ = 1.0, saved_bytes_ = 0;
   std::uint64_t checksum_ = 0;

@@ -1,0 +1,45 @@
+#!/usr/bin/python3
+"""Per-phase step times of train_gpt metrics files (bench/msparse/mst_experiment.sh output):
+for each method, the median and sum of step times over the steps of each phase, split by
+whether attention was sparse (HSA) and whether the step was a topology-update step, and the
+method's total against dense.
+
+    /usr/bin/python3 bench/msparse/mst_phases.py OUTDIR [OUTDIR2 ...]   # reads <OUTDIR>/<method>.jsonl
+"""
+import json
+import os
+import statistics
+import sys
+
+
+def load(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip()]
+
+
+def main():
+    for out in sys.argv[1:] or ["bench/msparse/mst_runs"]:
+        print(f"## {out}")
+        print("| method | phase | attention | steps | median ms | sum s |")
+        print("|---|---|---|---:|---:|---:|")
+        totals = {}
+        for m in ["dense", "static", "set", "rigl", "mst"]:
+            p = os.path.join(out, m + ".jsonl")
+            if not os.path.exists(p):
+                continue
+            r = load(p)
+            totals[m] = sum(x["ms"] for x in r) / 1e3
+            groups = {}
+            for x in r:
+                key = (x.get("phase", "dense"), "sparse" if x.get("attention_density", 1.0) < 1.0 else "dense")
+                groups.setdefault(key, []).append(x["ms"])
+            for (ph, att), ms in groups.items():
+                print(f"| {m} | {ph} | {att} | {len(ms)} | {statistics.median(ms):.1f} | {sum(ms) / 1e3:.2f} |")
+        if "dense" in totals:
+            print()
+            print(" ".join(f"{m} {t:.2f} s ({t / totals['dense']:.2f}x)" for m, t in totals.items()))
+        print()
+
+
+if __name__ == "__main__":
+    main()
