@@ -41,6 +41,8 @@ concept codec_kernel = requires(std::size_t n, unsigned p) {
   { C::max_payload_bytes(n, p) } -> std::same_as<std::size_t>;
   { C::workspace_bytes(n, p) } -> std::same_as<std::size_t>;
   // encode(ex, in, n, param, payload, payload_bytes_out /*executor memory*/, workspace)
+  //   optionally also encode(..., workspace, fused_checksum*): hashes payload blocks while it
+  //   writes them (null: checksum off) and says which (core/checksum.hpp).
   // decode(ex, payload, payload_bytes, n, param, out, workspace): throws hcomm::error on a
   //   malformed payload before writing out, whatever the bytes (checksums can be off).
 };
@@ -173,12 +175,19 @@ class engine {
     ensure_workspace(workspace_for(c, n));
     auto* payload = static_cast<std::byte*>(out) + header_bytes;
     slots s = slots_for(c, n);
+    fused_checksum fused{s.block_hashes};
     visit(c.codec, c.type, [&](auto codec) {
       using C = decltype(codec);
       using T = typename C::value_type;
-      C::encode(ex_, static_cast<const T*>(in), n, c.param, payload, s.payload_bytes, s.codec_ws);
+      const T* x = static_cast<const T*>(in);
+      if constexpr (requires { C::encode(ex_, x, n, c.param, payload, s.payload_bytes, s.codec_ws, &fused); }) {
+        C::encode(ex_, x, n, c.param, payload, s.payload_bytes, s.codec_ws, c.checksum ? &fused : nullptr);
+      } else {
+        C::encode(ex_, x, n, c.param, payload, s.payload_bytes, s.codec_ws);
+      }
     });
-    if (c.checksum) run_checksum(reinterpret_cast<const unsigned char*>(payload), s, max_payload_bytes(c, n));
+    if (c.checksum)
+      run_checksum(reinterpret_cast<const unsigned char*>(payload), s, max_payload_bytes(c, n), fused.begin, fused.end);
     ex_.for_each(1, write_header_kernel{static_cast<unsigned char*>(out), static_cast<std::uint8_t>(c.codec),
                                         static_cast<std::uint8_t>(c.type), c.param,
                                         c.checksum ? flag_checksum : 0u, n, s.payload_bytes, s.checksum,
@@ -293,9 +302,13 @@ class engine {
     ws_ = ex_.allocate(bytes);
     ws_bytes_ = bytes;
   }
-  void run_checksum(const unsigned char* payload, const slots& s, std::size_t max_payload) {
+  // Hashes the payload's blocks except [done_begin, done_end) (hashed by the codec already).
+  void run_checksum(const unsigned char* payload, const slots& s, std::size_t max_payload, std::size_t done_begin = 0,
+                    std::size_t done_end = 0) {
     const std::size_t blocks = checksum_blocks(max_payload);
-    if (blocks > 0) ex_.for_each(blocks, checksum_block_kernel{payload, s.payload_bytes, s.block_hashes});
+    if (blocks > 0)
+      ex_.for_each(blocks,
+                   checksum_block_kernel{payload, s.payload_bytes, s.block_hashes, blocks, done_begin, done_end});
     ex_.for_each(1, checksum_combine_kernel{s.payload_bytes, s.block_hashes, s.checksum});
   }
 

@@ -72,6 +72,7 @@
 #include <string>
 
 #include "hcomm/codec/mpc_kernels.hpp"
+#include "hcomm/core/checksum.hpp"
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"
 #include "hcomm/policy/compressor.hpp"
@@ -105,9 +106,12 @@ struct mpc_codec {
     return s < groups ? s : groups;
   }
 
+  // checksum (optional): a one-thread host hashes the packed chunks while it moves them into
+  // place (they are in its cache then) and leaves the header blocks and a raw fallback to the
+  // engine.
   template <class Exec>
   static void encode(const Exec& ex, const T* in, std::size_t n, unsigned param, std::byte* payload,
-                     std::uint64_t* payload_bytes, std::byte* workspace) {
+                     std::uint64_t* payload_bytes, std::byte* workspace, fused_checksum* checksum = nullptr) {
     using namespace mpc_detail;
     if (!valid_param(param)) fail(errc::invalid_argument, "mpc takes a dimension 0 (auto) or 1..32");
     const slots s = slots_for(workspace, n);
@@ -120,6 +124,10 @@ struct mpc_codec {
       ex.for_each(1, pick_dim_kernel{s.counts, samples, s.control});
     }
     auto* out = reinterpret_cast<unsigned char*>(payload);
+    // One host thread moves the chunks into place in order and hashes them on the way; the
+    // body starts after the header and the index, which are written last.
+    block_hasher hasher(checksum ? checksum->block_hashes : nullptr, checksum_blocks(head_bytes + index_bytes(chunks)));
+    block_hasher* fused = checksum != nullptr && one_thread(ex) ? &hasher : nullptr;
     std::uint64_t* done = s.control + 1;  // packed words placed so far
     ex.fill_zero(done, sizeof(std::uint64_t));
     if constexpr (Exec::is_device) {
@@ -146,7 +154,7 @@ struct mpc_codec {
         const word_type* prev = s.scratch + (batch < chunks ? ((b + 1) % 2) * batch * slot : 0);
         ex.for_each(count > prev_count ? count : prev_count,
                     encode_gather_kernel<T>{encode_chunk_kernel<T>{in, n, s.control, cur, s.sizes, first}, count,
-                                            gather_kernel<T>{n, chunks, prev_first, prev, s.offsets, done, out},
+                                            gather_kernel<T>{n, chunks, prev_first, prev, s.offsets, done, out, fused},
                                             prev_count});
         if (prev_count > 0) ex.for_each(1, advance_kernel{done, s.offsets + prev_count});
         if (count > 0) ex.exclusive_scan(s.sizes + first, s.offsets, count);
@@ -161,8 +169,14 @@ struct mpc_codec {
       // that the usual case costs no parallel region.
       std::uint64_t total = 0;
       ex.to_host(&total, done, sizeof total);
-      if (head_bytes + index_bytes(chunks) + total * sizeof(word_type) >= head_bytes + n * sizeof(T))
+      const std::size_t packed_bytes = head_bytes + index_bytes(chunks) + total * sizeof(word_type);
+      if (packed_bytes >= head_bytes + n * sizeof(T)) {
         ex.for_each(chunks, raw_fallback_kernel<T>{in, n, chunks, done, out});
+      } else if (fused != nullptr) {
+        fused->finish(packed_bytes);
+        checksum->begin = fused->first();
+        checksum->end = fused->end();
+      }
     }
     ex.for_each(1, finish_kernel<T>{n, chunks, done, s.control, out, payload_bytes});
   }
@@ -239,6 +253,12 @@ struct mpc_codec {
       if (ex.threads == 1) return 64;
     }
     return chunks > 0 ? chunks : 1;
+  }
+
+  template <class Exec>
+  static bool one_thread(const Exec& ex) noexcept {
+    if constexpr (requires { ex.threads; }) return ex.threads == 1;
+    return false;
   }
 
   struct layout {

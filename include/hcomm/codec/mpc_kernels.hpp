@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "hcomm/core/checksum.hpp"
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/macros.hpp"
 
@@ -843,6 +844,7 @@ struct gather_kernel {
   const std::uint64_t* offsets;  // exclusive scan of the batch's sizes, offsets[count] = its total
   const std::uint64_t* done;     // words of the batches before (executor memory)
   unsigned char* payload;
+  block_hasher* hasher = nullptr;  // one-thread host: hashes what is written (chunks in order)
 
   HCOMM_HOST_DEVICE void operator()(std::size_t i) const {
 #if HCOMM_MPC_CLONES
@@ -854,7 +856,9 @@ struct gather_kernel {
     unsigned char* dst;
     const unsigned char* src;
     std::size_t bytes;
-    if (place(i, dst, src, bytes)) std::memcpy(dst, src, bytes);
+    if (!place(i, dst, src, bytes)) return;
+    std::memcpy(dst, src, bytes);
+    if (hasher) hasher->feed(static_cast<std::size_t>(dst - payload), src, bytes);
   }
 #if HCOMM_MPC_CLONES
   // Large payloads on the host: written with non-temporal stores (they do not fit in the
@@ -867,6 +871,7 @@ struct gather_kernel {
     if (!place(i, dst, src, bytes)) return;
     avx2::stream_copy(dst, src, bytes);
     _mm_sfence();
+    if (hasher) hasher->feed(static_cast<std::size_t>(dst - payload), src, bytes);
   }
 #endif
 
