@@ -1,7 +1,7 @@
 // msparse/attention/block_sparse.hpp: block-sparse causal attention, forward and backward,
 // for one head: Q, K, V are (T, d) fp32 rows (with a leading dimension, so a head of a
-// packed (T, 3C) qkv buffer is used in place). Blocks the layout does not keep are never
-// touched: work is proportional to the computed entries, not T^2.
+// packed (T, 3C) qkv buffer is used in place). Entries the layout does not keep are never
+// touched: work is proportional to the kept entries (layout::kept_entries()), not T^2.
 //
 //   namespace at = msparse::attention;
 //   auto lay = at::layout::cover({at::pattern::local_strided, 128}, T, 64);
@@ -16,7 +16,10 @@
 // backward. Backward recomputes each kept probability once, in a pass over query rows that
 // also forms dQ and stores P and dS per kept entry (workspace: backward_workspace()), then
 // a pass over key columns forms dK and dV from them; every output row has one writer and
-// no atomics are needed. The bodies are HCOMM_HOST_DEVICE functors run by an executor
+// no atomics are needed. A head read from a wider buffer (ld > d) first has K and V (and in
+// backward Q and dO) copied to contiguous rows in the workspace: a strided pattern's keys
+// i - l, i - 2l, ... are rows l * ld apart there, which share few cache sets and defeat the
+// prefetcher. The bodies are HCOMM_HOST_DEVICE functors run by an executor
 // (msparse::kernels::launch: AVX2+FMA bodies on x86-64 hosts that have them), specialised
 // for the usual head sizes so a row's accumulators stay in registers.
 #pragma once

@@ -7,10 +7,12 @@
 //   double kept = lay.kept_fraction();            // of the T(T+1)/2 causal entries
 //   double tiles = lay.computed_fraction();       // causal entries inside kept blocks
 //
-// Two ways to make a pattern block-granular, because kernels only save work per block:
-//  - cover: compute every block the element pattern touches and apply the exact element
-//    pattern inside it. Same function as the paper's mask; savings only where whole blocks
-//    are empty (a block of B x B entries on a stride-l diagonal is computed for one entry).
+// Two ways to make a pattern block-granular (blocks are what a tile kernel, e.g. tensor
+// cores, saves work on; the host kernels of block_sparse.hpp run over the element lists
+// built here and do the kept entries only, with either):
+//  - cover: every block the element pattern touches, the exact element pattern inside it.
+//    Same function as the paper's mask; a tile kernel saves only where whole blocks are
+//    empty (a block of B x B entries on a stride-l diagonal is computed for one entry).
 //  - blockwise: apply the pattern's rule to block indices with the stride in blocks
 //    (max(1, l / B)), keep whole blocks (causal inside diagonal blocks). Work = what is kept,
 //    at the price of a coarser pattern than the paper's (see the report in the tests).
