@@ -12,7 +12,9 @@
 # (dense -> 0.8 in 4 warm-up stages over the first 15%, 0.9 for the next 60%, back
 # to 0.85 in 3 stages; topology updates every steps/20; Hybrid Sparse Attention during
 # the first half). Wall time is the process's elapsed time (sum of step times in the table as well):
-# on a shared machine it is noisy, so say so next to any number taken from here.
+# on a shared machine it is noisy, so say so next to any number taken from here; <method>.cpu
+# holds the process's CPU seconds (user+sys), and bench/msparse/mst_phases.py OUT prints step
+# times per phase and both totals against dense.
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 TRAIN_GPT=${TRAIN_GPT:-$ROOT/build/examples/gpt/train_gpt}
@@ -39,8 +41,12 @@ for m in $METHODS; do
   more=$EXTRA
   [ "$m" = mst ] && more="$EXTRA $MST_EXTRA"
   t0=$(date +%s.%N)
+  # process CPU time (user + sys) next to the wall time: it leaves out time spent waiting for
+  # a core, so it is less sensitive to other load (mst_phases.py prints both)
+  timer=""
+  [ -x /usr/bin/time ] && timer="/usr/bin/time -f %U+%S -o $OUT/$m.cpu"
   # shellcheck disable=SC2086
-  "$TRAIN_GPT" --model "$MODEL" --steps "$STEPS" --eval-every "$EVAL_EVERY" --eval-batches "$EVAL_BATCHES" \
+  $timer "$TRAIN_GPT" --model "$MODEL" --steps "$STEPS" --eval-every "$EVAL_EVERY" --eval-batches "$EVAL_BATCHES" \
       --data "$DATA" --sample 0 --sparsity "$m" --sparsity-target "$SPARSITY" --metrics "$OUT/$m.jsonl" $more \
       > "$OUT/$m.log"
   t1=$(date +%s.%N)

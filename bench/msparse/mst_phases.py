@@ -2,7 +2,8 @@
 """Per-phase step times of train_gpt metrics files (bench/msparse/mst_experiment.sh output):
 for each method, the median and sum of step times over the steps of each phase, split by
 whether attention was sparse (HSA) and whether the step was a topology-update step, and the
-method's total against dense.
+method's total against dense (sum of step times, and process CPU seconds where the
+experiment script left <method>.cpu).
 
     /usr/bin/python3 bench/msparse/mst_phases.py OUTDIR [OUTDIR2 ...]   # reads <OUTDIR>/<method>.jsonl
 """
@@ -37,7 +38,15 @@ def main():
                 print(f"| {m} | {ph} | {att} | {len(ms)} | {statistics.median(ms):.1f} | {sum(ms) / 1e3:.2f} |")
         if "dense" in totals:
             print()
-            print(" ".join(f"{m} {t:.2f} s ({t / totals['dense']:.2f}x)" for m, t in totals.items()))
+            print("sum of step times: " + " ".join(f"{m} {t:.2f} s ({t / totals['dense']:.2f}x)" for m, t in totals.items()))
+            cpu = {}
+            for m in totals:
+                p = os.path.join(out, m + ".cpu")
+                if os.path.exists(p):
+                    u, s = open(p).read().split()[-1].split("+")
+                    cpu[m] = float(u) + float(s)
+            if "dense" in cpu:
+                print("process CPU time: " + " ".join(f"{m} {t:.2f} s ({t / cpu['dense']:.2f}x)" for m, t in cpu.items()))
         print()
 
 
