@@ -417,7 +417,7 @@ TEST_CASE("frame: edited header fields give the proper errc", "[frame][header]")
       const outcome o = edited([&](bytes& f) { f[at] ^= 0x10; }, false);
       expect(o, at < 4 ? errc::foreign_frame : errc::corrupt_frame, "unsealed edit of byte " + std::to_string(at));
     }
-    for (std::uint16_t v : {0, 2, 3, 0x100, 0xFFFF})
+    for (std::uint16_t v : {0, 1, 3, 0x100, 0xFFFF})  // (1: the payload hash before block_hash64)
       expect(edited([&](bytes& f) { put16(f, 4, v); }), errc::foreign_frame, "version " + std::to_string(v));
     for (unsigned c : {3u, 4u, 0x7Fu, 0xFFu})
       expect(edited([&](bytes& f) { f[6] = static_cast<unsigned char>(c); }), errc::foreign_frame,
@@ -533,6 +533,36 @@ TEST_CASE("frame: block_hasher fed in pieces gives the kernel's block hashes", "
         for (std::size_t b = first; b < want.size(); ++b) CHECK(got[b] == want[b]);
       }
     }
+  }
+}
+
+TEST_CASE("frame: block_hash64's AVX2 path equals the portable lanes, and its bits are fixed", "[frame][checksum]") {
+  std::mt19937_64 rng(5);
+  bytes p(70000);
+  for (auto& b : p) b = static_cast<unsigned char>(rng());
+  for (std::size_t len : {std::size_t(0), std::size_t(1), std::size_t(63), std::size_t(64), std::size_t(65),
+                          std::size_t(1000), std::size_t(65536), std::size_t(70000)}) {
+    for (std::uint64_t seed : {std::uint64_t(0), std::uint64_t(3), ~std::uint64_t(0)}) {
+      hcomm::detail::bh::lanes l(seed);  // the portable stripe, one at a time
+      for (std::size_t s = 0; s < len / 64; ++s) l.add_stripe(p.data() + 64 * s);
+      const std::uint64_t portable = l.finish(p.data() + len / 64 * 64, len % 64, len, seed);
+      INFO("len " << len << " seed " << seed);
+      CHECK(hcomm::block_hash64(p.data(), len, seed) == portable);
+    }
+  }
+  // Frames on disk and on other machines depend on these bits: a change needs a new frame version.
+  bytes q(200);
+  for (std::size_t i = 0; i < q.size(); ++i) q[i] = static_cast<unsigned char>(i * 7 + 1);
+  CHECK(hcomm::block_hash64(q.data(), q.size(), 9) == 0x9C3C93667A93AC0Dull);
+  // Moving a stripe, or flipping any single bit, changes the hash.
+  const std::uint64_t h = hcomm::block_hash64(p.data(), 4096, 1);
+  bytes swapped(p.begin(), p.begin() + 4096);
+  std::swap_ranges(swapped.begin(), swapped.begin() + 64, swapped.begin() + 64);
+  CHECK(hcomm::block_hash64(swapped.data(), 4096, 1) != h);
+  for (std::size_t bit = 0; bit < 4096 * 8; bit += 61) {
+    bytes f(p.begin(), p.begin() + 4096);
+    f[bit / 8] ^= static_cast<unsigned char>(1u << (bit % 8));
+    CHECK(hcomm::block_hash64(f.data(), 4096, 1) != h);
   }
 }
 

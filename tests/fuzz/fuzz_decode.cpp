@@ -59,19 +59,6 @@ std::uint64_t get64(const unsigned char* p) {
 }
 void put64(unsigned char* p, std::uint64_t v) { std::memcpy(p, &v, 8); }
 
-// The engine's payload checksum: 64 KiB blocks hashed with their index as seed, then the
-// block hashes hashed with the payload size as seed (see core/checksum.hpp).
-std::uint64_t payload_checksum(const unsigned char* payload, std::uint64_t n) {
-  const std::size_t blocks = hcomm::checksum_blocks(static_cast<std::size_t>(n));
-  std::vector<std::uint64_t> h(blocks + 1);  // never empty: hash64 does arithmetic on the pointer
-  for (std::size_t i = 0; i < blocks; ++i) {
-    const std::uint64_t begin = i * hcomm::checksum_block_bytes;
-    const std::uint64_t len = std::min<std::uint64_t>(n - begin, hcomm::checksum_block_bytes);
-    h[i] = hcomm::hash64(payload + begin, static_cast<std::size_t>(len), i);
-  }
-  return hcomm::hash64(h.data(), blocks * 8, n);
-}
-
 template <class T>
 void decode_once(const unsigned char* frame, std::size_t size, std::size_t n) {
   const std::size_t bytes = n * sizeof(T);
@@ -114,7 +101,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (fsize >= hc::header_bytes) {
     if (mode & 2u) {
       const std::uint64_t pb = get64(f + 24);
-      if ((f[12] & 1u) && pb <= fsize - hc::header_bytes) put64(f + 32, payload_checksum(f + hc::header_bytes, pb));
+      if ((f[12] & 1u) && pb <= fsize - hc::header_bytes) put64(f + 32, hcomm::payload_checksum(f + hc::header_bytes, pb));
     }
     if (mode & 3u) put64(f + 56, hcomm::hash64(f, 56, 0));
     count = get64(f + 16);

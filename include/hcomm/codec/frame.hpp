@@ -22,7 +22,8 @@
 namespace hcomm::codec {
 
 inline constexpr std::uint32_t frame_magic = 0x31464348u;  // "HCF1" little-endian
-inline constexpr std::uint16_t frame_version = 1;
+// Version 2: the payload blocks are hashed with block_hash64 (version 1 used hash64, XXH64).
+inline constexpr std::uint16_t frame_version = 2;
 inline constexpr std::size_t header_bytes = 64;
 inline constexpr std::uint32_t flag_checksum = 1u;
 
@@ -96,7 +97,8 @@ inline frame_info read_header(const void* host_bytes, std::size_t available) {
   if (get64(p + 56) != hash64(p, 56, 0)) fail(errc::corrupt_frame, "header checksum mismatch");
   const std::uint16_t version = get16(p + 4);
   if (version != frame_version)
-    fail(errc::foreign_frame, "frame version " + std::to_string(version) + " is not supported (this is version 1)");
+    fail(errc::foreign_frame, "frame version " + std::to_string(version) + " is not supported (this build reads version " +
+                                  std::to_string(frame_version) + ")");
   frame_info f;
   const unsigned c = p[6];
   if (c > static_cast<unsigned>(codec_id::zfp)) fail(errc::foreign_frame, "unknown codec id " + std::to_string(c));
