@@ -118,12 +118,19 @@ HCOMM_HOST_DEVICE std::uint64_t hash64(const void* data, std::size_t len, std::u
 
 namespace detail::bh {
 inline constexpr std::size_t stripe_bytes = 64;
-inline constexpr std::uint64_t init[8] = {0x00000000C2B2AE3Dull, 0x9E3779B185EBCA87ull, 0xC2B2AE3D27D4EB4Full,
-                                          0x165667B19E3779F9ull, 0x85EBCA77C2B2AE63ull, 0x0000000085EBCA77ull,
-                                          0x27D4EB2F165667C5ull, 0x000000009E3779B1ull};
-inline constexpr std::uint64_t key[8] = {0xBE4BA423396CFEB8ull, 0x1CAD21F72C81017Cull, 0xDB979083E96DD4DEull,
-                                         0x1F67B3B7A4A44072ull, 0x78E5C0CC4EE679CBull, 0x2172FFCC7DD05A82ull,
-                                         0x8E2443F7744608B8ull, 0x4C263A81E69035E0ull};
+// Lane constants (functions, not arrays: device code cannot read host constexpr arrays).
+HCOMM_HOST_DEVICE constexpr std::uint64_t init(int i) {
+  constexpr std::uint64_t v[8] = {0x00000000C2B2AE3Dull, 0x9E3779B185EBCA87ull, 0xC2B2AE3D27D4EB4Full,
+                                  0x165667B19E3779F9ull, 0x85EBCA77C2B2AE63ull, 0x0000000085EBCA77ull,
+                                  0x27D4EB2F165667C5ull, 0x000000009E3779B1ull};
+  return v[i];
+}
+HCOMM_HOST_DEVICE constexpr std::uint64_t key(int i) {
+  constexpr std::uint64_t v[8] = {0xBE4BA423396CFEB8ull, 0x1CAD21F72C81017Cull, 0xDB979083E96DD4DEull,
+                                  0x1F67B3B7A4A44072ull, 0x78E5C0CC4EE679CBull, 0x2172FFCC7DD05A82ull,
+                                  0x8E2443F7744608B8ull, 0x4C263A81E69035E0ull};
+  return v[i];
+}
 inline constexpr std::uint64_t key_step = 0x9E3779B97F4A7C15ull;  // added to every key per stripe
 
 HCOMM_HOST_DEVICE std::uint64_t avalanche(std::uint64_t h) {
@@ -140,7 +147,7 @@ struct lanes {
   std::uint64_t acc[8];
   std::uint64_t stripe = 0;
   HCOMM_HOST_DEVICE explicit lanes(std::uint64_t seed) {
-    for (int i = 0; i < 8; ++i) acc[i] = init[i] + seed;
+    for (int i = 0; i < 8; ++i) acc[i] = init(i) + seed;
   }
   // The portable stripe (every executor; the reference for the AVX2 one).
   HCOMM_HOST_DEVICE void add_stripe(const unsigned char* p) {
@@ -148,7 +155,7 @@ struct lanes {
     std::uint64_t d[8];
     for (int i = 0; i < 8; ++i) d[i] = h64::load64(p + 8 * i);
     for (int i = 0; i < 8; ++i) {
-      const std::uint64_t x = d[i] ^ (key[i] + shift);
+      const std::uint64_t x = d[i] ^ (key(i) + shift);
       acc[i] += (x & 0xFFFFFFFFull) * (x >> 32);
     }
     for (int i = 0; i < 8; ++i) acc[i ^ 1] += d[i];
@@ -179,8 +186,9 @@ __attribute__((target("avx2"))) inline void add_stripes_avx2(lanes& l, const uns
   __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(l.acc + 4));
   const __m256i step = _mm256_set1_epi64x(static_cast<long long>(key_step));
   const __m256i shift = _mm256_set1_epi64x(static_cast<long long>(l.stripe * key_step));
-  __m256i k0 = _mm256_add_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(key)), shift);
-  __m256i k1 = _mm256_add_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(key + 4)), shift);
+  const auto k = [](int i) { return static_cast<long long>(key(i)); };
+  __m256i k0 = _mm256_add_epi64(_mm256_setr_epi64x(k(0), k(1), k(2), k(3)), shift);
+  __m256i k1 = _mm256_add_epi64(_mm256_setr_epi64x(k(4), k(5), k(6), k(7)), shift);
   for (std::size_t s = 0; s < count; ++s, p += stripe_bytes) {
     const __m256i d0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     const __m256i d1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
