@@ -8,9 +8,9 @@
 //   hcomm::algorithm::allreduce(cx, cfg, std::span<float>(grads));   // algorithm/ring.hpp
 //
 // Buffers grow to the largest call and are then reused: no allocation per call once warm.
-// Host memory only. (Device buffers — CUDA-aware MPI or host staging with the CUDA executor
-// — are not implemented here; the engine already runs on a CUDA executor, the transport
-// would need pinned staging buffers and stream synchronisation before each MPI call.)
+// Host memory only here. Device buffers go through hcomm/comm/cuda_staging.hpp (pinned host
+// staging around these algorithms). Not done: compressing on the GPU inside the ring (the
+// engine runs on the CUDA executor already) and handing device frames to a CUDA-aware MPI.
 #pragma once
 #include <mpi.h>
 
