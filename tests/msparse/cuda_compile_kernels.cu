@@ -4,6 +4,7 @@
 #include <cstddef>
 
 #include "hcomm/exec/cuda.hpp"
+#include "msparse/attention/block_sparse.hpp"
 #include "msparse/kernels/launch.hpp"
 #include "msparse/kernels/sddmm.hpp"
 #include "msparse/kernels/spmm.hpp"
@@ -28,4 +29,24 @@ void msparse_cuda_compile_kernels(cudaStream_t s) {
   launch(ex, gb.items(), gb);
   msparse::layer::detail::bias_grad b{nullptr, nullptr, 0, 0, false};
   launch(ex, 1, b);
+  // Block-sparse attention (Hybrid Sparse Attention): the compiled head sizes and the
+  // run-time one (D = 0), forward and both backward passes, and the row packing.
+  namespace att = msparse::attention;
+  const att::detail::geometry geo{128, 64, 16, 64, 64, 64, 64, 0.125f};
+  launch(ex, 1, att::forward_kernel<64>{geo, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr});
+  launch(ex, 1, att::forward_kernel<0>{geo, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr});
+  launch(ex, 1,
+         att::backward_rows_kernel<64>{geo, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                       nullptr, nullptr, nullptr});
+  launch(ex, 1,
+         att::backward_rows_kernel<0>{geo, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                      nullptr, nullptr, nullptr});
+  launch(ex, 1,
+         att::backward_cols_kernel<64>{geo, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                       nullptr});
+  launch(ex, 1,
+         att::backward_cols_kernel<0>{geo, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                      nullptr});
+  launch(ex, 1, att::pack_kernel{{nullptr, nullptr, nullptr, nullptr}, {64, 64, 64, 64},
+                                 {nullptr, nullptr, nullptr, nullptr}, 4, 64});
 }
