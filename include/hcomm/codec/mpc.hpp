@@ -249,15 +249,15 @@ struct mpc_codec {
   // say its thread count, take all chunks in one batch, as a device does.
   template <class Exec>
   static std::size_t host_batch(const Exec& ex, std::size_t chunks) noexcept {
-    if constexpr (requires { ex.threads; }) {
-      if (ex.threads == 1) return 64;
-    }
+    if (one_thread(ex)) return 64;
     return chunks > 0 ? chunks : 1;
   }
 
+  // True for a host executor that runs for_each on one thread (threads = 1, or OpenMP's
+  // default of one thread, e.g. OMP_NUM_THREADS=1 under MPI).
   template <class Exec>
   static bool one_thread(const Exec& ex) noexcept {
-    if constexpr (requires { ex.threads; }) return ex.threads == 1;
+    if constexpr (requires { ex.effective_threads(); }) return ex.effective_threads() == 1;
     return false;
   }
 

@@ -24,11 +24,21 @@ struct host {
   static constexpr const char* name = "host";
   int threads = 0;  // 0: OpenMP's default
 
+  // Threads that for_each will use (1 without OpenMP), so that kernels can pick a one-thread
+  // strategy also when OMP_NUM_THREADS=1 leaves `threads` at 0, as in one MPI rank per core.
+  int effective_threads() const {
+#if defined(_OPENMP)
+    return threads > 0 ? threads : omp_get_max_threads();
+#else
+    return 1;
+#endif
+  }
+
   template <class F>
   void for_each(std::size_t n, const F& f) const {
 #if defined(_OPENMP)
     if (n > 1) {
-      const int t = threads > 0 ? threads : omp_get_max_threads();
+      const int t = effective_threads();
 #pragma omp parallel for schedule(static) num_threads(t)
       for (std::size_t i = 0; i < n; ++i) f(i);
       return;
