@@ -9,7 +9,7 @@
 // 64-byte stripes; each 8-byte word d is xored with a key that changes with the stripe, the
 // lane adds lo32 * hi32 of that, and its neighbour lane adds d itself. A flipped bit always
 // changes one lane's sum, a moved stripe meets another key, and the lanes go through an
-// avalanche at the end. AVX2 does a stripe in a few instructions (~38 GB/s in cache against
+// avalanche at the end. AVX2 does a stripe in a few instructions (30-37 GB/s in cache against
 // XXH64's ~8 on the 2-core Zen VM of bench/RESULTS.md), so hashing costs little beside a
 // codec and runs at the memory's read speed from memory.
 //
