@@ -10,25 +10,13 @@
 #include "msparse/attention/hybrid.hpp"
 #include "msparse/kernels/launch.hpp"
 
+#include "attention_test_util.hpp"
+
 using namespace msparse::attention;
 
 namespace {
-std::vector<float> randn(std::size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
-// max |a - b| relative to max |b| (fp32 rounding across different summation orders).
-double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num = std::max(num, double(std::fabs(a[i] - b[i])));
-    den = std::max(den, double(std::fabs(b[i])));
-  }
-  return num / std::max(den, 1e-30);
-}
+using attention_test::randn;
+using attention_test::rel_err;
 
 void check_against_reference(const layout& lay, std::size_t d, unsigned seed) {
   const std::size_t T = lay.T();

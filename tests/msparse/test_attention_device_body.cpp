@@ -8,24 +8,13 @@
 
 #include "msparse/attention/block_sparse.hpp"
 
+#include "attention_test_util.hpp"
+
 using namespace msparse::attention;
 
 namespace {
-std::vector<float> randn(std::size_t n, unsigned seed) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
-  return v;
-}
-double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num = std::max(num, double(std::fabs(a[i] - b[i])));
-    den = std::max(den, double(std::fabs(b[i])));
-  }
-  return num / std::max(den, 1e-30);
-}
+using attention_test::randn;
+using attention_test::rel_err;
 }  // namespace
 
 TEST_CASE("device-form attention bodies equal masked dense attention", "[attention][device_body]") {

@@ -22,7 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <memory>
+#include <vector>
 
 #include "hcomm/core/macros.hpp"
 
@@ -277,18 +277,12 @@ struct checksum_combine_kernel {
 // engine runs the two kernels on its executor).
 inline std::uint64_t payload_checksum(const void* payload, std::size_t n) {
   const std::size_t blocks = checksum_blocks(n);
-  std::uint64_t hashes_small[16];
-  std::uint64_t* hashes = hashes_small;
-  std::unique_ptr<std::uint64_t[]> big;
-  if (blocks > 16) {
-    big = std::make_unique<std::uint64_t[]>(blocks);
-    hashes = big.get();
-  }
+  std::vector<std::uint64_t> hashes(blocks + 1);  // (+1: never empty, the kernels index it)
   const std::uint64_t size = n;
-  const checksum_block_kernel block{static_cast<const unsigned char*>(payload), &size, hashes, blocks};
+  const checksum_block_kernel block{static_cast<const unsigned char*>(payload), &size, hashes.data(), blocks};
   for (std::size_t j = 0; j < blocks; ++j) block(j);
   std::uint64_t out = 0;
-  checksum_combine_kernel{&size, hashes, &out}(0);
+  checksum_combine_kernel{&size, hashes.data(), &out}(0);
   return out;
 }
 

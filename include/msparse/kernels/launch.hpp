@@ -87,6 +87,7 @@ inline void set_force_baseline(bool on) noexcept { detail::force_baseline() = on
 // Number of threads a host executor will use (for work partitioning).
 template <class Exec>
 int executor_threads(const Exec& ex) {
+  if constexpr (requires { ex.effective_threads(); }) return ex.effective_threads();  // the host executor
   if constexpr (requires { ex.threads; }) {
     if (ex.threads > 0) return ex.threads;
   }
