@@ -439,14 +439,16 @@ TEST_CASE("mpc: random byte flips never crash (checksum off, through the engine)
 }
 
 TEST_CASE("mpc: the host's AVX2 build of each kernel matches the portable body", "[mpc]") {
-  // operator() may run an AVX2 build of body() on x86-64 (HCOMM_MPC_CLONES); both must give
-  // the same bytes, since body() is what the GPU runs.
+  // operator() may run an AVX2 version of body() on x86-64 (HCOMM_MPC_CLONES: intrinsics
+  // paths avx2::encode_f32 / encode_f64 and decode_f32 / decode_f64 for the chunks); both
+  // must give the same bytes, since body() is what the GPU runs. Every stride, whole and
+  // short chunks and partial groups, every data kind.
   INFO("HCOMM_MPC_CLONES=" << HCOMM_MPC_CLONES);
   auto check = [](auto tag, kind k, std::size_t n, unsigned dim) {
     using T = decltype(tag);
     using Word = hcomm::word_of<T>;
     constexpr std::size_t slot = md::geometry<Word>::slot_words;
-    const auto x = make<T>(k, n, 8);
+    const auto x = make<T>(k, n, 8 + n + dim);
     const std::size_t chunks = md::chunk_count(n);
     std::vector<Word> s1(chunks * slot, 0), s2(chunks * slot, 0);
     std::vector<std::uint64_t> z1(chunks + 1), z2(chunks + 1);
@@ -470,20 +472,22 @@ TEST_CASE("mpc: the host's AVX2 build of each kernel matches the portable body",
     }
     REQUIRE(c1 == c2);
 
-    direct<T> dir;
-    const auto payload = dir.encode(x, dim);
-    if (stored_mode<T>(payload) != md::mode_mpc) return;
+    // Decoding: a packed payload assembled from the portable slots (also where the codec
+    // would fall back to raw), exactly as long as it must be, so that reads past its end
+    // show under the sanitizers.
     std::vector<std::uint64_t> off(chunks + 1);
-    for (std::size_t c = 0; c < chunks; ++c) {
-      std::uint16_t e;
-      std::memcpy(&e, payload.data() + 16 + 2 * c, 2);
-      off[c] = e;
-    }
+    for (std::size_t c = 0; c < chunks; ++c) off[c] = z1[c];
     hcomm::exec::host{}.exclusive_scan(off.data(), off.data(), chunks);
+    const std::size_t body = md::head_bytes + md::index_bytes(chunks);
+    std::vector<unsigned char> payload(body + off[chunks] * sizeof(Word), 0);
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const auto e = static_cast<std::uint16_t>(z1[c]);
+      std::memcpy(payload.data() + md::head_bytes + 2 * c, &e, 2);
+      std::memcpy(payload.data() + body + off[c] * sizeof(Word), s1.data() + c * slot, z1[c] * sizeof(Word));
+    }
     std::vector<T> y1(n), y2(n);
-    const auto* p = reinterpret_cast<const unsigned char*>(payload.data());
-    const md::decode_chunk_kernel<T> q1{p, n, chunks, dim, off.data(), y1.data()};
-    const md::decode_chunk_kernel<T> q2{p, n, chunks, dim, off.data(), y2.data()};
+    const md::decode_chunk_kernel<T> q1{payload.data(), n, chunks, dim, off.data(), y1.data()};
+    const md::decode_chunk_kernel<T> q2{payload.data(), n, chunks, dim, off.data(), y2.data()};
     for (std::size_t c = 0; c < chunks; ++c) {
       q1.body(c);
       q2(c);
@@ -491,11 +495,54 @@ TEST_CASE("mpc: the host's AVX2 build of each kernel matches the portable body",
     REQUIRE(same_bits(y1, x));
     REQUIRE(same_bits(y2, x));
   };
-  for (kind k : {kind::smooth, kind::gaussian, kind::zeros, kind::specials})
-    for (std::size_t n : {std::size_t(1), std::size_t(1000), std::size_t(5000)})
-      for (unsigned dim : {1u, 3u, 32u}) {
+  for (kind k : all_kinds)
+    for (std::size_t n : {std::size_t(1), std::size_t(63), std::size_t(64), std::size_t(65), std::size_t(1000),
+                          std::size_t(1024), std::size_t(2047), std::size_t(5000)})
+      for (unsigned dim = 1; dim <= 32; ++dim) {
         INFO(kind_name(k) << " n=" << n << " dim=" << dim);
         check(float{}, k, n, dim);
         check(double{}, k, n, dim);
       }
+}
+
+TEST_CASE("mpc: the AVX2 chunk paths match the portable body on large buffers", "[mpc]") {
+  // The decoder's non-temporal stores start at 8 MiB of output: one buffer past that for
+  // each type, stride 1 (the stride-1 decoders' own pass) and 5, through the codec (both
+  // executors' paths: the one-thread batches with the fused checksum, and one batch).
+  for (bool one : {true, false})
+    for (unsigned p : {1u, 5u}) {
+      INFO("one thread " << one << " param " << p);
+      auto run = [&](auto tag) {
+        using T = decltype(tag);
+        const std::size_t n = (std::size_t(9) << 20) / sizeof(T) + 333;
+        const auto x = make<T>(kind::smooth, n, 4);
+        direct<T> dir;
+        dir.ex.threads = one ? 1 : 2;
+        const std::vector<std::byte> payload = dir.encode(x, p);
+        REQUIRE(stored_mode<T>(payload) == md::mode_mpc);
+        // Against the portable encoder, chunk by chunk.
+        using Word = hcomm::word_of<T>;
+        constexpr std::size_t slot = md::geometry<Word>::slot_words;
+        const std::size_t chunks = md::chunk_count(n);
+        const std::uint64_t d = p;
+        std::vector<Word> s(slot);
+        std::vector<std::uint64_t> sizes(chunks);
+        const std::size_t body = md::head_bytes + md::index_bytes(chunks);
+        std::size_t at = body;
+        for (std::size_t c = 0; c < chunks; ++c) {
+          const md::encode_chunk_kernel<T> e{x.data(), n, &d, s.data(), sizes.data(), c};
+          e.body(c);
+          const std::size_t size = sizes[c];
+          REQUIRE(at + size * sizeof(Word) <= payload.size());
+          REQUIRE(std::memcmp(payload.data() + at, s.data(), size * sizeof(Word)) == 0);
+          at += size * sizeof(Word);
+        }
+        REQUIRE(at == payload.size());
+        std::vector<T> y(n);
+        dir.decode(payload.data(), payload.size(), y, p);
+        REQUIRE(same_bits(x, y));
+      };
+      run(float{});
+      run(double{});
+    }
 }

@@ -38,9 +38,9 @@
 //    every size against the bitmaps before it writes anything.
 //  Every decision (stride, raw or packed, payload size) is taken by kernels reading
 //  executor memory: encoding never synchronises the host.
-//  On x86-64 hosts the chunk kernels also carry an AVX2 version (for float an intrinsics
-//  path, for double the same body compiled for AVX2), picked at run time
-//  (codec/mpc_kernels.hpp); the bytes do not depend on it.
+//  On x86-64 hosts the chunk kernels also carry an AVX2 version (an intrinsics path for
+//  float and for double chunks), picked at run time (codec/mpc_kernels.hpp); the bytes do
+//  not depend on it.
 //
 // Payload layout (little-endian; the frame header in codec/frame.hpp comes before it):
 //   offset 0   u8   mode: 0 = raw, 1 = packed

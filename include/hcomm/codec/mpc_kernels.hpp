@@ -19,13 +19,15 @@
 // On a GPU one chunk is one thread here (12-24 KiB of local arrays): correct and
 // stream-ordered, but a fast GPU path wants a block per chunk sharing these helpers.
 //
-// Host fast path: on x86-64 with AVX2, float chunks are encoded and decoded by avx2::
-// encode_f32 / decode_f32 (below), an intrinsics version of the same transform that
-// transposes only 8 x 8 word blocks and packs with vpermd; it writes the same bytes as the
-// portable body (tests/codec/test_mpc.cpp compares the two on every data kind). Doubles run
-// the portable body compiled for AVX2. Large payloads and outputs are written with
-// non-temporal stores, and the next chunk is prefetched (a chunk is one 4 KiB page, where
-// hardware prefetchers stop).
+// Host fast path: on x86-64 with AVX2, chunks are encoded and decoded by avx2::
+// encode_f32 / decode_f32 and encode_f64 / decode_f64 (below), intrinsics versions of the
+// same transform that transpose only 8 x 8 blocks of 32-bit words (4 x 4 blocks of 64-bit
+// words) and pack with vpermd; they write the same bytes as the portable body
+// (tests/codec/test_mpc.cpp compares the two on every data kind, stride and chunk shape).
+// The sampling kernel of the automatic stride runs the portable body compiled for AVX2.
+// Large payloads and outputs are written with non-temporal stores, and the next chunk is
+// prefetched (a chunk is one 4 KiB page of floats or two of doubles, and hardware
+// prefetchers stop at page boundaries).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -286,8 +288,9 @@ HCOMM_MPC_INLINE void delta(const unsigned char* v, unsigned dim, Word* HCOMM_MP
 }
 
 // ---------------------------------------------------------------------------------------
-// Host fast path for float chunks (x86-64 with AVX2): the same transform as the portable
-// bodies, bit for bit (a test runs both), organised around 8 x 8 blocks of 32-bit words.
+// Host fast path (x86-64 with AVX2): the same transform as the portable bodies, bit for bit
+// (a test runs both). Float chunks first, organised around 8 x 8 blocks of 32-bit words;
+// float64 chunks (further below) the same way around 4 x 4 blocks of 64-bit words.
 //
 // The portable encoder transposes the whole 32 x 32 word matrix of a chunk so that every
 // step is a loop over 32 lanes. Here only 8 x 8 blocks are transposed: the chunk becomes
@@ -631,6 +634,285 @@ HCOMM_MPC_AVX2_FN void decode_f32(const unsigned char* bitmaps, const unsigned c
   std::memcpy(dst, v, count * 4);
 }
 
+// ---------------------------------------------------------------------------------------
+// Float64 chunks: the same organisation on 4 x 4 blocks of 64-bit words (a ymm register is
+// 4 words). The chunk becomes four 64-row x 4-lane sub-matrices (sub-matrix s holds groups
+// 4s..4s+3, row k = word k of those groups, one ymm register; at m + 256 s, row k at + 4 k).
+// Pass 1 reads 8 words of 4 groups (two 4 x 4 blocks, rows 8q..8q+7), transposes and runs
+// rounds 4, 2, 1 in registers; pass 2 runs rounds 32, 16, 8 (rows t + 8 i of a sub-matrix);
+// pass 3 is the plane delta, bitmaps and left-pack (4 words per vpermd). Rounds 16 .. 1
+// move bits inside 32-bit halves of a word, so the float rounds serve unchanged.
+
+// Dword indices for vpermd, one byte per dword: 16 entries (4 lanes of 64 bits).
+struct lane_table4 {
+  std::uint64_t e[16];
+};
+// Left-pack of the 64-bit lanes whose bit is set in m, then the others (zero words).
+constexpr lane_table4 make_pack_table4() {
+  lane_table4 t{};
+  for (unsigned m = 0; m < 16; ++m) {
+    std::uint64_t v = 0;
+    unsigned o = 0;
+    for (unsigned pass = 0; pass < 2; ++pass)
+      for (unsigned j = 0; j < 4; ++j)
+        if (((m >> j) & 1u) == (pass == 0 ? 1u : 0u)) {
+          v |= std::uint64_t(2 * j) << (8 * o++);
+          v |= std::uint64_t(2 * j + 1) << (8 * o++);
+        }
+    t.e[m] = v;
+  }
+  return t;
+}
+// Expansion: 64-bit lane j takes packed word popcount(m & ((1 << j) - 1)).
+constexpr lane_table4 make_expand_table4() {
+  lane_table4 t{};
+  for (unsigned m = 0; m < 16; ++m) {
+    std::uint64_t v = 0;
+    unsigned r = 0;
+    for (unsigned j = 0; j < 4; ++j) {
+      v |= std::uint64_t(2 * (r & 3u)) << (16 * j);
+      v |= std::uint64_t(2 * (r & 3u) + 1) << (16 * j + 8);
+      if ((m >> j) & 1u) ++r;
+    }
+    t.e[m] = v;
+  }
+  return t;
+}
+inline constexpr lane_table4 pack_table4 = make_pack_table4();
+inline constexpr lane_table4 expand_table4 = make_expand_table4();
+
+HCOMM_MPC_AVX2_FN __m256i lanes_of(const lane_table4& t, unsigned m) {
+  return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(&t.e[m])));
+}
+
+// Round 32 moves whole 32-bit halves: blends.
+HCOMM_MPC_AVX2_FN void swap_round32(__m256i& a, __m256i& b) {
+  const __m256i na = _mm256_blend_epi32(a, _mm256_srli_epi64(b, 32), 0x55);
+  b = _mm256_blend_epi32(b, _mm256_slli_epi64(a, 32), 0xAA);
+  a = na;
+}
+// Rounds 32, 16 and 8 of one sub-matrix (64 rows of 4 lanes), in place.
+HCOMM_MPC_AVX2_FN void rounds_32_16_8(std::uint64_t* sub) {
+  for (unsigned t = 0; t < 8; ++t) {
+    std::uint64_t* r = sub + t * 4;
+    __m256i y[8];
+    for (unsigned i = 0; i < 8; ++i) y[i] = load(r + i * 32);
+    swap_round32(y[0], y[4]);
+    swap_round32(y[1], y[5]);
+    swap_round32(y[2], y[6]);
+    swap_round32(y[3], y[7]);
+    swap_round16(y[0], y[2]);
+    swap_round16(y[1], y[3]);
+    swap_round16(y[4], y[6]);
+    swap_round16(y[5], y[7]);
+    swap_round8(y[0], y[1]);
+    swap_round8(y[2], y[3]);
+    swap_round8(y[4], y[5]);
+    swap_round8(y[6], y[7]);
+    for (unsigned i = 0; i < 8; ++i) store(r + i * 32, y[i]);
+  }
+}
+// 4 x 4 transposition of 64-bit words: afterwards lane j of r[t] is lane t of the old r[j].
+HCOMM_MPC_AVX2_FN void transpose4(__m256i* r) {
+  const __m256i t0 = _mm256_unpacklo_epi64(r[0], r[1]), t1 = _mm256_unpackhi_epi64(r[0], r[1]);
+  const __m256i t2 = _mm256_unpacklo_epi64(r[2], r[3]), t3 = _mm256_unpackhi_epi64(r[2], r[3]);
+  r[0] = _mm256_permute2x128_si256(t0, t2, 0x20);
+  r[1] = _mm256_permute2x128_si256(t1, t3, 0x20);
+  r[2] = _mm256_permute2x128_si256(t0, t2, 0x31);
+  r[3] = _mm256_permute2x128_si256(t1, t3, 0x31);
+}
+// Inclusive prefix sum over the 4 lanes of 64 bits.
+HCOMM_MPC_AVX2_FN __m256i scan4(__m256i x) {
+  x = _mm256_add_epi64(x, _mm256_slli_si256(x, 8));
+  const __m256i t = _mm256_permute4x64_epi64(x, 0x50);  // lanes 0, 0, 1, 1
+  return _mm256_add_epi64(x, _mm256_blend_epi32(t, _mm256_setzero_si256(), 0x0F));
+}
+
+// pack_step on 4 lanes of 64 bits (4 words stored).
+HCOMM_MPC_AVX2_FN std::uint64_t* pack_step4(std::uint64_t* p, const std::uint64_t* row, __m256i& prev, __m256i& bm,
+                                            __m256i bit) {
+  const __m256i x = load(row);
+  const __m256i d = _mm256_sub_epi64(x, prev);
+  prev = x;
+  const __m256i z = _mm256_cmpeq_epi64(d, _mm256_setzero_si256());
+  const unsigned keep = ~static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(z))) & 0xFu;
+  bm = _mm256_or_si256(bm, _mm256_andnot_si256(z, bit));
+  store(p, _mm256_permutevar8x32_epi32(d, lanes_of(pack_table4, keep)));
+  return p + _mm_popcnt_u32(keep);
+}
+// expand_step on 4 lanes of 64 bits (reads 4 words at q).
+HCOMM_MPC_AVX2_FN const unsigned char* expand_step4(const unsigned char* q, std::uint64_t* row, __m256i& c,
+                                                    __m256i& acc) {
+  const __m256i t = _mm256_slli_epi64(c, 63);  // bit k of each bitmap in the sign bit
+  c = _mm256_srli_epi64(c, 1);
+  const unsigned mask = static_cast<unsigned>(_mm256_movemask_pd(_mm256_castsi256_pd(t)));
+  const __m256i x = _mm256_permutevar8x32_epi32(load(q), lanes_of(expand_table4, mask));
+  const __m256i kept = _mm256_castpd_si256(
+      _mm256_blendv_pd(_mm256_setzero_pd(), _mm256_castsi256_pd(x), _mm256_castsi256_pd(t)));
+  acc = _mm256_add_epi64(acc, kept);
+  store(row, acc);
+  return q + 8 * _mm_popcnt_u32(mask);
+}
+
+// Encodes one chunk of 1024 doubles (as words) into out; as encode_f32 (out must have 4
+// words of room past the chunk's worst case).
+template <bool Residuals>
+HCOMM_MPC_AVX2_FN std::size_t encode_f64(const unsigned char* src, unsigned dim, unsigned groups, std::uint64_t* out,
+                                         const unsigned char* pf, const unsigned char* pf_end) {
+  alignas(32) std::uint64_t m[chunk_values];  // sub-matrix s at m + 256 s, row k at + 4 k
+  alignas(32) std::uint64_t head[96];         // 32 zero words, then group 0's values
+  if constexpr (!Residuals) {
+    std::memset(head, 0, 256);
+    std::memcpy(head + 32, src, 512);
+  }
+  const unsigned char* head0 = reinterpret_cast<const unsigned char*>(head + 32);
+  const std::size_t back = std::size_t(dim) * 8;
+  // Pass 1: delta, 4 x 4 block transpositions, rounds 4, 2, 1 on 8 rows.
+  for (unsigned s = 0; s < 4; ++s)
+    for (unsigned q = 0; q < 8; ++q) {
+      if ((q & 1) == 0) prefetch_part(pf, pf_end, s * 4 + q / 2);
+      __m256i y[8];
+      for (unsigned h = 0; h < 2; ++h) {
+        const unsigned w = q * 8 + h * 4;  // first word of the block
+        for (unsigned j = 0; j < 4; ++j) {
+          const unsigned g = s * 4 + j;
+          if constexpr (Residuals) {
+            y[h * 4 + j] = load(src + (g * 64 + w) * 8);
+          } else {
+            const unsigned char* p = (g == 0 ? head0 : src + g * 512) + w * 8;
+            y[h * 4 + j] = _mm256_sub_epi64(load(p), load(p - back));
+          }
+        }
+        transpose4(y + h * 4);
+      }
+      rounds_421(y);
+      for (unsigned t = 0; t < 8; ++t) store(m + s * 256 + (q * 8 + t) * 4, y[t]);
+    }
+  // Pass 2: rounds 32, 16, 8.
+  for (unsigned s = 0; s < 4; ++s) rounds_32_16_8(m + s * 256);
+  // Pass 3: plane delta, bitmaps, left-packing row by row (row k of groups 0..15).
+  std::uint64_t* p = out + groups;
+  const __m256i zero = _mm256_setzero_si256();
+  __m256i prev0 = zero, prev1 = zero, prev2 = zero, prev3 = zero;
+  __m256i bm0 = zero, bm1 = zero, bm2 = zero, bm3 = zero;
+  for (unsigned k = 0; k < 64; ++k) {
+    const __m256i bit = _mm256_set1_epi64x(static_cast<long long>(std::uint64_t(1) << k));
+    p = pack_step4(p, m + k * 4, prev0, bm0, bit);
+    p = pack_step4(p, m + 256 + k * 4, prev1, bm1, bit);
+    p = pack_step4(p, m + 512 + k * 4, prev2, bm2, bit);
+    p = pack_step4(p, m + 768 + k * 4, prev3, bm3, bit);
+  }
+  if (groups == 16) {
+    store(out, bm0);
+    store(out + 4, bm1);
+    store(out + 8, bm2);
+    store(out + 12, bm3);
+  } else {
+    alignas(32) std::uint64_t b[16];
+    store(b, bm0);
+    store(b + 4, bm1);
+    store(b + 8, bm2);
+    store(b + 12, bm3);
+    std::memcpy(out, b, groups * 8);
+  }
+  return groups + static_cast<std::size_t>(p - (out + groups));
+}
+
+// Decodes one chunk of doubles; as decode_f32 (packed readable for 4 words past the last one).
+HCOMM_MPC_AVX2_FN void decode_f64(const unsigned char* bitmaps, const unsigned char* packed, unsigned groups,
+                                  unsigned dim, std::size_t count, unsigned char* dst, bool stream,
+                                  const unsigned char* pf, const unsigned char* pf_end) {
+  alignas(32) std::uint64_t b[16] = {};
+  if (groups == 16) {
+    store(b, load(bitmaps));
+    store(b + 4, load(bitmaps + 32));
+    store(b + 8, load(bitmaps + 64));
+    store(b + 12, load(bitmaps + 96));
+  } else {
+    std::memcpy(b, bitmaps, groups * 8);
+  }
+  alignas(32) std::uint64_t m[chunk_values];
+  // Pass 1: expansion and the running sum down the planes.
+  {
+    __m256i c0 = load(b), c1 = load(b + 4), c2 = load(b + 8), c3 = load(b + 12);
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i a0 = zero, a1 = zero, a2 = zero, a3 = zero;
+    const unsigned char* q = packed;
+    for (unsigned k = 0; k < 64; ++k) {
+      if ((k & 3) == 0) prefetch_part(pf, pf_end, k / 4);
+      q = expand_step4(q, m + k * 4, c0, a0);
+      q = expand_step4(q, m + 256 + k * 4, c1, a1);
+      q = expand_step4(q, m + 512 + k * 4, c2, a2);
+      q = expand_step4(q, m + 768 + k * 4, c3, a3);
+    }
+  }
+  // Pass 2: rounds 32, 16, 8.
+  for (unsigned s = 0; s < 4; ++s) rounds_32_16_8(m + s * 256);
+  if (dim == 1 && count == chunk_values) {
+    // Pass 3: rounds 4, 2, 1 and each group's running sum down its words.
+    for (unsigned s = 0; s < 4; ++s) {
+      __m256i carry = _mm256_setzero_si256();
+      for (unsigned q = 0; q < 8; ++q) {
+        std::uint64_t* r = m + s * 256 + q * 32;
+        __m256i y[8];
+        for (unsigned t = 0; t < 8; ++t) y[t] = load(r + t * 4);
+        rounds_421(y);
+        y[0] = _mm256_add_epi64(y[0], carry);
+        for (unsigned t = 1; t < 8; ++t) y[t] = _mm256_add_epi64(y[t], y[t - 1]);
+        carry = y[7];
+        for (unsigned t = 0; t < 8; ++t) store(r + t * 4, y[t]);
+      }
+    }
+    // Pass 4: plus the sum of the groups before, back to value order, out (or, to be
+    // streamed out, into v).
+    alignas(32) std::uint64_t v[chunk_values];
+    unsigned char* o = stream ? reinterpret_cast<unsigned char*>(v) : dst;
+    __m256i before = _mm256_setzero_si256();
+    for (unsigned s = 0; s < 4; ++s) {
+      const __m256i totals = load(m + s * 256 + 63 * 4);
+      const __m256i incl = scan4(totals);
+      const __m256i add = _mm256_add_epi64(_mm256_sub_epi64(incl, totals), before);
+      before = _mm256_add_epi64(before, _mm256_permute4x64_epi64(incl, 0xFF));
+      for (unsigned kb = 0; kb < 16; ++kb) {
+        const std::uint64_t* r = m + s * 256 + kb * 16;
+        __m256i x[4];
+        for (unsigned t = 0; t < 4; ++t) x[t] = _mm256_add_epi64(load(r + t * 4), add);
+        transpose4(x);
+        for (unsigned j = 0; j < 4; ++j) store(o + ((s * 4 + j) * 64 + kb * 4) * 8, x[j]);
+      }
+    }
+    if (stream) {
+      stream_copy(dst, o, chunk_values * 8);
+      _mm_sfence();
+    }
+    return;
+  }
+  // Other strides, short chunks: rounds 4, 2, 1 and the block transpositions into value
+  // order, then the running sums of the residue classes.
+  alignas(32) std::uint64_t v[chunk_values];
+  for (unsigned s = 0; s < 4; ++s)
+    for (unsigned q = 0; q < 8; ++q) {
+      const std::uint64_t* r = m + s * 256 + q * 32;
+      __m256i y[8];
+      for (unsigned t = 0; t < 8; ++t) y[t] = load(r + t * 4);
+      rounds_421(y);
+      transpose4(y);
+      transpose4(y + 4);
+      for (unsigned j = 0; j < 4; ++j) {
+        store(v + (s * 4 + j) * 64 + q * 8, y[j]);
+        store(v + (s * 4 + j) * 64 + q * 8 + 4, y[4 + j]);
+      }
+    }
+  for (std::size_t j = 0; j < dim && j < count; ++j) {
+    std::uint64_t acc = 0;
+    for (std::size_t i = j; i < count; i += dim) {
+      acc += v[i];
+      v[i] = acc;
+    }
+  }
+  std::memcpy(dst, v, count * 8);
+}
+
 }  // namespace avx2
 #endif  // HCOMM_MPC_CLONES
 
@@ -738,39 +1020,41 @@ struct encode_chunk_kernel {
   HCOMM_HOST_DEVICE void operator()(std::size_t i) const { HCOMM_MPC_DISPATCH(first + i); }
 #if HCOMM_MPC_CLONES
   HCOMM_MPC_AVX2_TARGET void body_avx2(std::size_t c) const {
-    if constexpr (sizeof(Word) == 4) {
-      const std::size_t base = c * chunk_values;
-      const std::size_t count = min_size(chunk_values, n - base);
-      const unsigned groups = static_cast<unsigned>((count + W - 1) / W);
-      const unsigned dim = static_cast<unsigned>(*dim_ptr);
-      Word* out = scratch + (c - first) * geo::slot_words;
-      std::size_t size;
-      if (count == chunk_values) {
-        // A chunk is one 4 KiB page, and hardware prefetchers stop at page boundaries: fetch
-        // the next chunk while this one is coded.
-        const auto* next = reinterpret_cast<const unsigned char*>(in + base + chunk_values);
-        const auto* next_end = base + 2 * chunk_values <= n ? next + chunk_values * sizeof(T) : next;
-        size = avx2::encode_f32<false>(reinterpret_cast<const unsigned char*>(in + base), dim, groups, out, next,
-                                       next_end);
-      } else {  // the short last chunk: residuals first (zero past the end)
-        alignas(32) Word tail[chunk_values];
-        alignas(32) Word r[chunk_values];
-        load_words(tail, in + base, count);
-        for (std::size_t i = count; i < chunk_values; ++i) tail[i] = 0;
-        delta<Word>(reinterpret_cast<const unsigned char*>(tail), dim, r);
-        for (std::size_t i = count; i < chunk_values; ++i) r[i] = 0;
-        const auto* none = reinterpret_cast<const unsigned char*>(r);
-        size = avx2::encode_f32<true>(reinterpret_cast<const unsigned char*>(r), dim, groups, out, none, none);
-      }
-      sizes[c] = size;
-    } else {
-      body(c);
+    const std::size_t base = c * chunk_values;
+    const std::size_t count = min_size(chunk_values, n - base);
+    const unsigned groups = static_cast<unsigned>((count + W - 1) / W);
+    const unsigned dim = static_cast<unsigned>(*dim_ptr);
+    Word* out = scratch + (c - first) * geo::slot_words;
+    std::size_t size;
+    if (count == chunk_values) {
+      // A chunk is one or two 4 KiB pages, and hardware prefetchers stop at page boundaries:
+      // fetch the next chunk while this one is coded.
+      const auto* next = reinterpret_cast<const unsigned char*>(in + base + chunk_values);
+      const auto* next_end = base + 2 * chunk_values <= n ? next + chunk_values * sizeof(T) : next;
+      const auto* src = reinterpret_cast<const unsigned char*>(in + base);
+      if constexpr (sizeof(Word) == 4)
+        size = avx2::encode_f32<false>(src, dim, groups, out, next, next_end);
+      else
+        size = avx2::encode_f64<false>(src, dim, groups, out, next, next_end);
+    } else {  // the short last chunk: residuals first (zero past the end)
+      alignas(32) Word tail[chunk_values];
+      alignas(32) Word r[chunk_values];
+      load_words(tail, in + base, count);
+      for (std::size_t i = count; i < chunk_values; ++i) tail[i] = 0;
+      delta<Word>(reinterpret_cast<const unsigned char*>(tail), dim, r);
+      for (std::size_t i = count; i < chunk_values; ++i) r[i] = 0;
+      const auto* none = reinterpret_cast<const unsigned char*>(r);
+      if constexpr (sizeof(Word) == 4)
+        size = avx2::encode_f32<true>(none, dim, groups, out, none, none);
+      else
+        size = avx2::encode_f64<true>(none, dim, groups, out, none, none);
     }
+    sizes[c] = size;
   }
 #endif
 
-  // The portable body (what every executor runs; on x86-64 hosts with AVX2, float chunks
-  // take avx2::encode_f32 instead, which writes the same bytes).
+  // The portable body (what every executor runs; on x86-64 hosts with AVX2, chunks take
+  // avx2::encode_f32 / encode_f64 instead, which write the same bytes).
   HCOMM_MPC_INLINE void body(std::size_t c) const {
     const std::size_t base = c * chunk_values;
     const std::size_t count = min_size(chunk_values, n - base);
@@ -1028,37 +1312,38 @@ struct decode_chunk_kernel {
   HCOMM_HOST_DEVICE void operator()(std::size_t i) const { HCOMM_MPC_DISPATCH(i); }
 #if HCOMM_MPC_CLONES
   HCOMM_MPC_AVX2_TARGET void body_avx2(std::size_t c) const {
-    if constexpr (sizeof(Word) == 4) {
-      const std::size_t base = c * chunk_values;
-      const std::size_t count = min_size(chunk_values, n - base);
-      const unsigned groups = static_cast<unsigned>((count + W - 1) / W);
-      const unsigned char* src = payload + head_bytes + index_bytes(chunks) + offsets[c] * sizeof(Word);
-      const unsigned char* packed = src + groups * sizeof(Word);
-      // The expansion reads 8 words at its position: past the chunk's last word it may read
-      // up to 7 words of the next chunk, but not past the payload.
-      alignas(32) Word copy[chunk_values + 8];
-      if (offsets[c + 1] + 8 > offsets[chunks]) {
-        const std::size_t nonzero = offsets[c + 1] - offsets[c] - groups;
-        load_words(copy, packed, nonzero);
-        for (std::size_t i = nonzero; i < nonzero + 8; ++i) copy[i] = 0;
-        packed = reinterpret_cast<const unsigned char*>(copy);
-      }
-      // Fetch the next chunk's words while this one is decoded (chunks are validated: the
-      // addresses lie in the payload).
-      const unsigned char* body = payload + head_bytes + index_bytes(chunks);
-      const unsigned char* next = body + offsets[c + 1] * sizeof(Word);
-      const unsigned char* next_end = c + 2 <= chunks ? body + offsets[c + 2] * sizeof(Word) : next;
-      // Large outputs go out with non-temporal stores (see gather_kernel).
-      avx2::decode_f32(src, packed, groups, dim, count, reinterpret_cast<unsigned char*>(out + base),
-                       n * sizeof(T) >= gather_kernel<T>::stream_bytes, next, next_end);
-    } else {
-      body(c);
+    // The expansion reads 32 bytes (V words) at its position: past the chunk's last word it
+    // may read up to V - 1 words of the next chunk, but not past the payload.
+    constexpr std::size_t V = 32 / sizeof(Word);
+    const std::size_t base = c * chunk_values;
+    const std::size_t count = min_size(chunk_values, n - base);
+    const unsigned groups = static_cast<unsigned>((count + W - 1) / W);
+    const unsigned char* src = payload + head_bytes + index_bytes(chunks) + offsets[c] * sizeof(Word);
+    const unsigned char* packed = src + groups * sizeof(Word);
+    alignas(32) Word copy[chunk_values + V];
+    if (offsets[c + 1] + V > offsets[chunks]) {
+      const std::size_t nonzero = offsets[c + 1] - offsets[c] - groups;
+      load_words(copy, packed, nonzero);
+      for (std::size_t i = nonzero; i < nonzero + V; ++i) copy[i] = 0;
+      packed = reinterpret_cast<const unsigned char*>(copy);
     }
+    // Fetch the next chunk's words while this one is decoded (chunks are validated: the
+    // addresses lie in the payload).
+    const unsigned char* body = payload + head_bytes + index_bytes(chunks);
+    const unsigned char* next = body + offsets[c + 1] * sizeof(Word);
+    const unsigned char* next_end = c + 2 <= chunks ? body + offsets[c + 2] * sizeof(Word) : next;
+    // Large outputs go out with non-temporal stores (see gather_kernel).
+    auto* dst = reinterpret_cast<unsigned char*>(out + base);
+    const bool stream = n * sizeof(T) >= gather_kernel<T>::stream_bytes;
+    if constexpr (sizeof(Word) == 4)
+      avx2::decode_f32(src, packed, groups, dim, count, dst, stream, next, next_end);
+    else
+      avx2::decode_f64(src, packed, groups, dim, count, dst, stream, next, next_end);
   }
 #endif
 
-  // The portable body (what every executor runs; on x86-64 hosts with AVX2, float chunks
-  // take avx2::decode_f32 instead).
+  // The portable body (what every executor runs; on x86-64 hosts with AVX2, chunks take
+  // avx2::decode_f32 / decode_f64 instead).
   HCOMM_MPC_INLINE void body(std::size_t c) const {
     const std::size_t base = c * chunk_values;
     const std::size_t count = min_size(chunk_values, n - base);
