@@ -165,7 +165,10 @@ int main(int argc, char** argv) {
       {"zfp:16", false, 0},
       {"zfp:8", false, 0},
   };
-  const std::vector<std::size_t> sizes = {0, 1, static_cast<std::size_t>(p - 1), 7, 1000, 12347};
+  // p * E + 1 (E = values per 4096-byte segment: 1024 float, 512 double): chunk 0 has one
+  // segment more than the others, so a ring step sends and receives different segment counts.
+  const std::size_t P = static_cast<std::size_t>(p);
+  const std::vector<std::size_t> sizes = {0, 1, P - 1, 7, 1000, 12347, P * 1024 + 1, P * 512 + 1};
   // The uncompressed ring's result per size: mpc through the same ring must equal it bitwise.
   std::vector<std::vector<float>> none_f(sizes.size());
   std::vector<std::vector<double>> none_d(sizes.size());

@@ -272,7 +272,7 @@ class context {
   codec::engine<> eng_;
   std::array<std::vector<std::byte>, 3> bufs_;
   std::array<std::vector<std::size_t>, 3> sizes_;
-  std::array<std::vector<MPI_Request>, 2> reqs_;
+  std::array<std::vector<MPI_Request>, 3> reqs_;
   std::vector<std::byte> scratch_, work_;
   std::deque<std::vector<std::byte>> pool_;
   std::vector<std::size_t> free_;

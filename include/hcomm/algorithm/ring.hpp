@@ -12,9 +12,10 @@
 // - the owner compresses its reduced chunk once and, with a lossy codec, replaces its own copy
 //   by the decoded frame; the allgather forwards that frame unchanged p-1 times and every
 //   rank decodes the same bytes, so all ranks end bitwise identical (replicas never drift).
-// - each chunk is cut into segments (options::segment_bytes); a step posts all receives,
-//   then compresses segment k+1 while segment k is already on the wire (MPI_Isend), and
-//   decodes received segments while later ones are still arriving.
+// - each chunk is cut into segments (options::segment_bytes) and the ring is pipelined per
+//   segment across its steps: a segment is re-compressed and sent on as soon as it has been
+//   received, decoded and added, while the later segments of the step are still arriving
+//   (detail::ring_pipeline).
 // Messages below options::threshold_bytes go uncompressed through MPI's own collectives.
 //
 // Error feedback (residual != nullptr): the input is x + e (e = the previous residual);
@@ -37,153 +38,181 @@ namespace hcomm::algorithm {
 
 namespace detail {
 
-inline constexpr int tag_reduce_scatter = 0x4843;  // "HC"
-inline constexpr int tag_allgather = 0x4844;
-
-// One ring step: receive `recv_len` values' frames from the left, send `send_len` values'
-// frames to the right. make_frame(k, off, len) -> {ptr, bytes}; on_recv(k, off, len, ptr, bytes).
-template <class T, class MakeFrame, class OnRecv>
-void ring_step(context& cx, const codec::config& c, std::size_t send_len, std::size_t recv_len, int tag,
-               MakeFrame&& make_frame, OnRecv&& on_recv, deferred_error& err, const char* phase, int step) {
-  const int p = cx.size(), r = cx.rank();
-  const int right = (r + 1) % p, left = (r - 1 + p) % p;
-  const std::size_t E = cx.segment_elems<T>(), slot = cx.slot_bytes<T>(c);
-  const std::size_t ns = cx.segments_of<T>(send_len), nr = cx.segments_of<T>(recv_len);
-  std::byte* rbuf = cx.buffer(1, 0);  // sized by the caller
-  MPI_Request* rr = cx.requests(0, nr);
-  MPI_Request* sr = cx.requests(1, ns);
-  for (std::size_t k = 0; k < nr; ++k)
-    HCOMM_MPI_CHECK(MPI_Irecv(rbuf + k * slot, static_cast<int>(slot), MPI_BYTE, left, tag, cx.comm(), &rr[k]));
-  for (std::size_t k = 0; k < ns; ++k) {
-    const std::size_t off = k * E, len = std::min(E, send_len - off);
-    auto [ptr, bytes] = make_frame(k, off, len);
-    cx.before_send(ptr, bytes);
-    HCOMM_MPI_CHECK(MPI_Isend(ptr, mpi::count_of(bytes, "frame"), MPI_BYTE, right, tag, cx.comm(), &sr[k]));
-    cx.counters().raw_bytes += len * sizeof(T);
-    cx.counters().wire_bytes += bytes;
-  }
-  for (std::size_t k = 0; k < nr; ++k) {
-    const std::size_t off = k * E, len = std::min(E, recv_len - off);
-    const std::string where = cx.label() + " " + phase + " step " + std::to_string(step) + " segment " +
-                              std::to_string(k) + " from rank " + std::to_string(left);
-    MPI_Status st;
-    const int rc = MPI_Wait(&rr[k], &st);
-    try {
-      if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Wait", HCOMM_WHERE_);
-      int got = 0;
-      HCOMM_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &got));
-      on_recv(k, off, len, rbuf + k * slot, static_cast<std::size_t>(got));
-    } catch (const error& e) {
-      err.record(e, where);
-    }
-  }
-  HCOMM_MPI_CHECK(MPI_Waitall(static_cast<int>(ns), sr, MPI_STATUSES_IGNORE));
-}
+// Tags of the ring's messages: one per phase and step (mod 8192, inside MPI's guaranteed tag
+// range), so that a frame can only ever match the receive of its own step.
+inline int tag_reduce_scatter(int step) noexcept { return 0x4000 + step % 8192; }
+inline int tag_allgather(int step) noexcept { return 0x6000 + step % 8192; }
 
 template <class T>
 void add_into(T* dst, const T* src, std::size_t n) noexcept {
   for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
 }
 
-// Compresses data[0, len) segment by segment into buffer `b` (slot k at k * slot) and
-// records the frame sizes in sizes(b); lossy: writes the decoded values back (the owner keeps
-// what the others will decode) and, with a residual, what was lost.
+// The ring of reduce-scatter and/or allgather, pipelined segment by segment across steps.
+//
+// Segment k of the chunk sent at reduce-scatter step s+1 is the one received at step s, so it
+// is re-compressed and sent as soon as that one segment is decoded and added, not after the
+// whole step: the steps of the ring overlap, the wire stays busy while the codec works, and
+// the MPI calls between segments keep MPI's progress going. Likewise the owner compresses
+// each reduced segment and starts the allgather with it at once, and the allgather forwards
+// each received frame before decoding it.
+//
+// Frame slots: three sets of segments_of(max chunk) slots. Set 0 receives the reduce-scatter
+// frames and then holds this rank's own frames for the allgather; sets 1 and 2 alternate by
+// step between frames sent in the reduce-scatter and frames received (and forwarded) in the
+// allgather. Before a slot is reused its previous request is completed.
+//
+// Error feedback (residual != nullptr): every compression of this rank (its contribution at
+// step 0, each partial sum it forwards, its owned chunk) records what it lost into residual
+// (laid out like data). A frame that fails to decode is recorded in err and the pattern goes
+// on (the peers are not left waiting); the error is thrown by the caller at the end.
 template <class T>
-void compress_owned(context& cx, const codec::config& c, T* data, std::size_t len, T* residual, int b) {
+void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& ch, T* residual, bool do_rs,
+                   bool do_ag, deferred_error& err) {
+  const int p = cx.size(), r = cx.rank();
+  const int right = (r + 1) % p, left = (r - 1 + p) % p;
   const std::size_t E = cx.segment_elems<T>(), slot = cx.slot_bytes<T>(c);
-  const std::size_t ns = cx.segments_of<T>(len);
-  std::byte* buf = cx.buffer(b, 0);
-  auto& sz = cx.sizes(b, ns);
+  const std::size_t nseg = cx.segments_of<T>(ch.max_len());
   const bool lossy = c.codec == codec_id::zfp;
-  for (std::size_t k = 0; k < ns; ++k) {
-    const std::size_t off = k * E, l = std::min(E, len - off);
-    T* src = data + off;
-    sz[k] = cx.compress(c, src, l, buf + k * slot, slot);
-    if (lossy) {
+  std::byte* set[3];
+  MPI_Request* req[3];
+  for (int i = 0; i < 3; ++i) {
+    set[i] = cx.buffer(i, nseg * slot);
+    req[i] = cx.requests(i, nseg);
+  }
+  auto chunk_of = [&](int q) { return static_cast<std::size_t>(((q % p) + p) % p); };
+  auto slot_at = [&](int i, std::size_t k) { return set[i] + k * slot; };
+  auto settle = [&](int i, std::size_t k) {
+    if (req[i][k] != MPI_REQUEST_NULL) HCOMM_MPI_CHECK(MPI_Wait(&req[i][k], MPI_STATUS_IGNORE));
+  };
+  auto post_recv = [&](int i, std::size_t k, int tag) {
+    settle(i, k);
+    HCOMM_MPI_CHECK(MPI_Irecv(slot_at(i, k), static_cast<int>(slot), MPI_BYTE, left, tag, cx.comm(), &req[i][k]));
+  };
+  auto send = [&](int i, std::size_t k, std::size_t bytes, std::size_t raw, int tag) {
+    std::byte* f = slot_at(i, k);
+    cx.before_send(f, bytes);
+    HCOMM_MPI_CHECK(MPI_Isend(f, mpi::count_of(bytes, "frame"), MPI_BYTE, right, tag, cx.comm(), &req[i][k]));
+    cx.counters().raw_bytes += raw * sizeof(T);
+    cx.counters().wire_bytes += bytes;
+  };
+  // Completes the receive in slot (i, k): the frame's size, or 0 with the error recorded.
+  auto wait_recv = [&](int i, std::size_t k, const char* phase, int step) -> std::size_t {
+    MPI_Status st;
+    const int rc = MPI_Wait(&req[i][k], &st);
+    try {
+      if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Wait", HCOMM_WHERE_);
+      int got = 0;
+      HCOMM_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &got));
+      return static_cast<std::size_t>(got);
+    } catch (const error& e) {
+      err.record(e, cx.label() + " " + phase + " step " + std::to_string(step) + " segment " + std::to_string(k) +
+                        " from rank " + std::to_string(left));
+      return 0;
+    }
+  };
+  // Decodes a received frame into dst; a bad frame is recorded (dst untouched) and false returned.
+  auto decode = [&](const std::byte* frame, std::size_t bytes, T* dst, std::size_t len, const char* phase, int step,
+                    std::size_t k) {
+    try {
+      cx.decompress(frame, bytes, dst, len);
+      return true;
+    } catch (const error& e) {
+      err.record(e, cx.label() + " " + phase + " step " + std::to_string(step) + " segment " + std::to_string(k) +
+                        " from rank " + std::to_string(left));
+      return false;
+    }
+  };
+  // Compresses src[0, len) into slot (i, k). Lossy codecs record the loss into res; with
+  // keep_decoded the source is replaced by the decoded values (the owner keeps what the others
+  // will decode).
+  auto compress = [&](T* src, T* res, std::size_t len, int i, std::size_t k, bool keep_decoded) {
+    const std::size_t bytes = cx.compress(c, src, len, slot_at(i, k), slot);
+    if (lossy && (res || keep_decoded)) {
       T* dec = cx.scratch<T>(E);
-      cx.decompress(buf + k * slot, sz[k], dec, l);
-      if (residual)
-        for (std::size_t i = 0; i < l; ++i) residual[off + i] = src[i] - dec[i];
-      std::memcpy(src, dec, l * sizeof(T));
-    } else if (residual) {
-      std::memset(residual + off, 0, l * sizeof(T));
+      cx.decompress(slot_at(i, k), bytes, dec, len);
+      if (res)
+        for (std::size_t j = 0; j < len; ++j) res[j] = src[j] - dec[j];
+      if (keep_decoded) std::memcpy(src, dec, len * sizeof(T));
+    } else if (res) {
+      std::memset(res, 0, len * sizeof(T));
+    }
+    return bytes;
+  };
+  auto seg_len = [&](std::size_t chunk, std::size_t k) { return std::min(E, ch.len(chunk) - k * E); };
+  auto at = [&](T* base, std::size_t chunk, std::size_t k) { return base ? base + ch.off(chunk) + k * E : nullptr; };
+  auto send_set = [](int step) { return 1 + (step & 1); };  // sets 1 and 2 alternate
+
+  auto segs = [&](std::size_t chunk) { return cx.segments_of<T>(ch.len(chunk)); };
+  // Receives of segments [from, to) of a step (chunks may differ by one segment).
+  auto post_recvs = [&](int i, std::size_t from, std::size_t to, int tag) {
+    for (std::size_t k = from; k < to; ++k) post_recv(i, k, tag);
+  };
+
+  // This rank's own (reduced) segment k: compressed once, kept decoded, sent as allgather step 0.
+  const std::size_t own = static_cast<std::size_t>(r), ag_in0 = chunk_of(r - 1);
+  auto start_allgather = [&](std::size_t k) {
+    const std::size_t len = seg_len(own, k);
+    if (k < segs(ag_in0)) post_recv(send_set(0), k, tag_allgather(0));
+    const std::size_t bytes = compress(at(data, own, k), at(residual, own, k), len, 0, k, true);
+    send(0, k, bytes, len, tag_allgather(0));
+  };
+
+  if (do_rs) {
+    const std::size_t first_in = chunk_of(r - 2), first_out = chunk_of(r - 1);
+    post_recvs(0, 0, segs(first_in), tag_reduce_scatter(0));
+    for (std::size_t k = 0; k < segs(first_out); ++k) {
+      const std::size_t len = seg_len(first_out, k);
+      const int o = send_set(0);
+      settle(o, k);
+      const std::size_t bytes = compress(at(data, first_out, k), at(residual, first_out, k), len, o, k, false);
+      send(o, k, bytes, len, tag_reduce_scatter(0));
+    }
+    for (int s = 0; s + 1 < p; ++s) {
+      const std::size_t in = chunk_of(r - s - 2);  // = the chunk sent at step s + 1
+      const std::size_t next_in = chunk_of(r - s - 3);
+      const bool last = s + 2 == p;  // in == own
+      for (std::size_t k = 0; k < segs(in); ++k) {
+        const std::size_t len = seg_len(in, k);
+        const std::size_t bytes = wait_recv(0, k, "reduce-scatter", s);
+        T* dec = cx.scratch<T>(E);
+        if (bytes && decode(slot_at(0, k), bytes, dec, len, "reduce-scatter", s, k)) add_into(at(data, in, k), dec, len);
+        if (!last) {
+          if (k < segs(next_in)) post_recv(0, k, tag_reduce_scatter(s + 1));
+          const int o = send_set(s + 1);
+          settle(o, k);
+          const std::size_t out = compress(at(data, in, k), at(residual, in, k), len, o, k, false);
+          send(o, k, out, len, tag_reduce_scatter(s + 1));
+        } else if (do_ag) {
+          start_allgather(k);
+        }
+      }
+      if (!last) post_recvs(0, segs(in), segs(next_in), tag_reduce_scatter(s + 1));
+    }
+  } else if (do_ag) {
+    for (std::size_t k = 0; k < segs(own); ++k) start_allgather(k);
+  }
+  if (do_ag) post_recvs(send_set(0), segs(own), segs(ag_in0), tag_allgather(0));
+
+  if (do_ag) {
+    for (int s = 0; s + 1 < p; ++s) {
+      const std::size_t in = chunk_of(r - s - 1);  // forwarded at step s + 1
+      const std::size_t next_in = chunk_of(r - s - 2);
+      const int i = send_set(s), next = send_set(s + 1);
+      const bool forward = s + 2 < p;
+      for (std::size_t k = 0; k < segs(in); ++k) {
+        const std::size_t len = seg_len(in, k);
+        const std::size_t bytes = wait_recv(i, k, "allgather", s);
+        if (forward) {  // forwarded even if it does not decode here: the peers see the same bytes
+          if (k < segs(next_in)) post_recv(next, k, tag_allgather(s + 1));
+          send(i, k, bytes, len, tag_allgather(s + 1));
+        }
+        if (bytes) decode(slot_at(i, k), bytes, at(data, in, k), len, "allgather", s, k);
+      }
+      if (forward) post_recvs(next, segs(in), segs(next_in), tag_allgather(s + 1));
     }
   }
-}
-
-// p-1 steps of reduce-scatter over data (n values, chunked by ch); rank r ends owning chunk r.
-template <class T>
-void reduce_scatter_phase(context& cx, const codec::config& c, T* data, const chunks& ch, T* residual,
-                          deferred_error& err) {
-  const int p = cx.size(), r = cx.rank();
-  const std::size_t E = cx.segment_elems<T>(), slot = cx.slot_bytes<T>(c);
-  const bool lossy = c.codec == codec_id::zfp;
-  std::byte* sbuf = cx.buffer(0, 0);
-  for (int s = 0; s + 1 < p; ++s) {
-    const std::size_t send_c = static_cast<std::size_t>((r - s - 1 + 2 * p) % p);
-    const std::size_t recv_c = static_cast<std::size_t>((r - s - 2 + 2 * p) % p);
-    T* send_base = data + ch.off(send_c);
-    T* recv_base = data + ch.off(recv_c);
-    ring_step<T>(
-        cx, c, ch.len(send_c), ch.len(recv_c), tag_reduce_scatter,
-        [&](std::size_t k, std::size_t off, std::size_t len) {
-          std::byte* out = sbuf + k * slot;
-          const std::size_t bytes = cx.compress(c, send_base + off, len, out, slot);
-          if (residual) {
-            T* res = residual + ch.off(send_c) + off;
-            if (lossy) {
-              T* dec = cx.scratch<T>(E);
-              cx.decompress(out, bytes, dec, len);
-              for (std::size_t i = 0; i < len; ++i) res[i] = send_base[off + i] - dec[i];
-            } else {
-              std::memset(res, 0, len * sizeof(T));
-            }
-          }
-          return std::pair<std::byte*, std::size_t>(out, bytes);
-        },
-        [&](std::size_t, std::size_t off, std::size_t len, const std::byte* frame, std::size_t bytes) {
-          T* dec = cx.scratch<T>(E);
-          cx.decompress(frame, bytes, dec, len);
-          add_into(recv_base + off, dec, len);
-        },
-        err, "reduce-scatter", s);
-  }
-}
-
-// p-1 steps of allgather: starts with this rank's frames of chunk r in buffer 2 (sizes(2)),
-// forwards frames without re-compressing and decodes each received chunk into data.
-template <class T>
-void allgather_phase(context& cx, const codec::config& c, T* data, const chunks& ch, deferred_error& err) {
-  const int p = cx.size(), r = cx.rank();
-  const std::size_t slot = cx.slot_bytes<T>(c);
-  for (int s = 0; s + 1 < p; ++s) {
-    const std::size_t send_c = static_cast<std::size_t>((r - s + 2 * p) % p);
-    const std::size_t recv_c = static_cast<std::size_t>((r - s - 1 + 2 * p) % p);
-    std::byte* fwd = cx.buffer(2, 0);
-    auto& fwd_sizes = cx.sizes(2, 0);
-    auto& got_sizes = cx.sizes(1, cx.segments_of<T>(ch.len(recv_c)));
-    T* recv_base = data + ch.off(recv_c);
-    ring_step<T>(
-        cx, c, ch.len(send_c), ch.len(recv_c), tag_allgather,
-        [&](std::size_t k, std::size_t, std::size_t) {
-          return std::pair<std::byte*, std::size_t>(fwd + k * slot, fwd_sizes[k]);
-        },
-        [&](std::size_t k, std::size_t off, std::size_t len, const std::byte* frame, std::size_t bytes) {
-          got_sizes[k] = bytes;  // forwarded next step even if it does not decode here
-          cx.decompress(frame, bytes, recv_base + off, len);
-        },
-        err, "allgather", s);
-    cx.swap_buffers(1, 2);
-    cx.swap_sizes(1, 2);
-  }
-}
-
-// Sizes the three frame buffers for chunks of up to max_len values.
-template <class T>
-void reserve_frames(context& cx, const codec::config& c, std::size_t max_len) {
-  const std::size_t bytes = cx.segments_of<T>(max_len) * cx.slot_bytes<T>(c);
-  for (int i = 0; i < 3; ++i) cx.buffer(i, bytes);
-  for (int i = 0; i < 3; ++i) cx.sizes(i, cx.segments_of<T>(max_len));
+  for (int i = 0; i < 3; ++i) HCOMM_MPI_CHECK(MPI_Waitall(static_cast<int>(nseg), req[i], MPI_STATUSES_IGNORE));
 }
 
 template <class T>
@@ -217,12 +246,8 @@ void allreduce(context& cx, codec::config cfg, std::span<T> data, T* residual = 
     return;
   }
   const chunks ch{n, static_cast<std::size_t>(p)};
-  detail::reserve_frames<T>(cx, c, ch.max_len());
   deferred_error err;
-  detail::reduce_scatter_phase(cx, c, data.data(), ch, residual, err);
-  const int r = cx.rank();
-  detail::compress_owned(cx, c, data.data() + ch.off(r), ch.len(r), residual ? residual + ch.off(r) : nullptr, 2);
-  detail::allgather_phase(cx, c, data.data(), ch, err);
+  detail::ring_pipeline(cx, c, data.data(), ch, residual, true, true, err);
   err.raise();
 }
 
@@ -259,9 +284,8 @@ void reduce_scatter(context& cx, codec::config cfg, std::span<const T> in, std::
   T* w = cx.work<T>(n);
   if (src != w) std::memcpy(w, src, n * sizeof(T));
   const chunks ch{n, static_cast<std::size_t>(p)};
-  detail::reserve_frames<T>(cx, c, ch.max_len());
   deferred_error err;
-  detail::reduce_scatter_phase(cx, c, w, ch, residual, err);
+  detail::ring_pipeline(cx, c, w, ch, residual, true, false, err);
   if (residual) std::memset(residual + ch.off(r), 0, m * sizeof(T));  // own block never compressed
   std::memcpy(out.data(), w + ch.off(r), m * sizeof(T));
   err.raise();
@@ -292,11 +316,9 @@ void allgather(context& cx, codec::config cfg, std::span<const T> in, std::span<
     return;
   }
   const chunks ch{n, static_cast<std::size_t>(p)};
-  detail::reserve_frames<T>(cx, c, m);
   std::memcpy(out.data() + ch.off(r), in.data(), m * sizeof(T));
-  detail::compress_owned(cx, c, out.data() + ch.off(r), m, static_cast<T*>(nullptr), 2);
   deferred_error err;
-  detail::allgather_phase(cx, c, out.data(), ch, err);
+  detail::ring_pipeline(cx, c, out.data(), ch, static_cast<T*>(nullptr), false, true, err);
   err.raise();
 }
 
