@@ -6,7 +6,9 @@
 #   scripts/netns-mpirun.sh --ranks 4 --rate 1gbit -- build/tools/hcomm-collective/hcomm-collective --op allreduce
 #
 # Needs root, iproute2 and OpenMPI. Uses only the private subnet 10.77.0.0/24 inside the
-# namespaces it creates.
+# namespaces it creates. MPIRUN_EXTRA adds options to mpirun's command line, e.g.
+# MPIRUN_EXTRA="--mca mpi_yield_when_idle 1" (each namespace is a one-slot host to OpenMPI, so
+# it does not know that the ranks share this machine's cores and polls without yielding).
 set -euo pipefail
 RANKS=2
 RATE=1gbit
@@ -78,6 +80,7 @@ ip netns exec "${PREFIX}-0" unshare --uts sh -c "hostname ${PREFIX}-0; exec \"\$
     --mca plm_rsh_agent "$WORK/agent" --mca plm_rsh_no_tree_spawn 1 \
     --mca btl self,tcp --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24 \
     -x OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" \
+    ${MPIRUN_EXTRA:-} \
     "$@"
 rc=$?
 set -e
