@@ -48,7 +48,8 @@ struct options {
   // Uncompressed collectives use MPI's own (MPI_Allreduce, ...). false: hcomm's ring with
   // raw frames (tests the ring machinery with the none codec; slower).
   bool native_uncompressed = true;
-  // Tests only: called on every compressed frame before it is sent (to corrupt it).
+  // Tests only: called on every frame a rank compresses, before it is sent (to corrupt it);
+  // frames the ring's allgather forwards pass on as received.
   std::function<void(std::span<std::byte>)> tamper;
 };
 
@@ -114,6 +115,27 @@ class context {
   template <class T>
   std::size_t slot_bytes(const codec::config& c) const {
     return (codec::max_frame_bytes(c, segment_elems<T>()) + 63) / 64 * 64;
+  }
+
+  // Capacity of a frame slot of the ring (ring.hpp): the segment's frame without non-finite
+  // values plus room for 1/64 of its values in ZFP's non-finite side list, instead of ZFP's
+  // worst case (every value non-finite: ~9x the stream at rate 8). A frame that does not fit
+  // travels as two messages. Other codecs' bound is close to their typical frame: unchanged.
+  template <class T>
+  std::size_t ring_slot_bytes(const codec::config& c) const {
+    const std::size_t bound = slot_bytes<T>(c);
+    if (c.codec != codec_id::zfp) return bound;
+    const std::size_t E = segment_elems<T>();
+    using Z = codec::zfp_codec<T>;
+    const std::size_t typical = codec::header_bytes + Z::stream_bytes(E, c.param) + 8 + (E / 64) * Z::entry_bytes(E);
+    return std::min(bound, (typical + 63) / 64 * 64);
+  }
+  // A frame of up to max_frame_bytes for one segment (the ring compresses into it).
+  template <class T>
+  std::byte* frame_scratch(const codec::config& c) {
+    const std::size_t bytes = codec::max_frame_bytes(c, segment_elems<T>());
+    if (frame_scratch_.size() < bytes) frame_scratch_.resize(bytes);
+    return frame_scratch_.data();
   }
 
   // Frame buffers, grown never shrunk. Three so that the allgather can forward what it
@@ -244,7 +266,7 @@ class context {
     st_.compress_seconds += MPI_Wtime() - t0;
   }
 
-  // Test hook: applied to each frame just before it goes on the wire.
+  // Test hook (options::tamper): applied to each frame this rank compresses before it is sent.
   void before_send(std::byte* frame, std::size_t bytes) {
     if (opt_.tamper) opt_.tamper(std::span<std::byte>(frame, bytes));
   }
@@ -272,8 +294,8 @@ class context {
   codec::engine<> eng_;
   std::array<std::vector<std::byte>, 3> bufs_;
   std::array<std::vector<std::size_t>, 3> sizes_;
-  std::array<std::vector<MPI_Request>, 3> reqs_;
-  std::vector<std::byte> scratch_, work_;
+  std::array<std::vector<MPI_Request>, 6> reqs_;
+  std::vector<std::byte> scratch_, work_, frame_scratch_;
   std::deque<std::vector<std::byte>> pool_;
   std::vector<std::size_t> free_;
   std::vector<std::byte> res_bytes_;

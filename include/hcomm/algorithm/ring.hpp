@@ -38,10 +38,12 @@ namespace hcomm::algorithm {
 
 namespace detail {
 
-// Tags of the ring's messages: one per phase and step (mod 8192, inside MPI's guaranteed tag
-// range), so that a frame can only ever match the receive of its own step.
-inline int tag_reduce_scatter(int step) noexcept { return 0x4000 + step % 8192; }
-inline int tag_allgather(int step) noexcept { return 0x6000 + step % 8192; }
+// Tags of the ring's messages: one per phase and step (mod 4096, inside MPI's guaranteed tag
+// range), so that a frame can only ever match the receive of its own step; the second part of
+// a frame larger than its slot goes with tag + 0x1000.
+inline int tag_reduce_scatter(int step) noexcept { return 0x4000 + step % 4096; }
+inline int tag_allgather(int step) noexcept { return 0x6000 + step % 4096; }
+inline constexpr int tag_second_part = 0x1000;
 
 template <class T>
 void add_into(T* dst, const T* src, std::size_t n) noexcept {
@@ -60,7 +62,11 @@ void add_into(T* dst, const T* src, std::size_t n) noexcept {
 // Frame slots: three sets of segments_of(max chunk) slots. Set 0 receives the reduce-scatter
 // frames and then holds this rank's own frames for the allgather; sets 1 and 2 alternate by
 // step between frames sent in the reduce-scatter and frames received (and forwarded) in the
-// allgather. Before a slot is reused its previous request is completed.
+// allgather. Before a slot is reused its previous requests are completed. A slot holds a
+// typical frame (context::ring_slot_bytes); a larger one (ZFP with many NaN/Inf) is sent as
+// its first slot-size bytes and then the rest (tag + tag_second_part), kept in the slot's
+// overflow buffer. Whole frames are shorter than the slot, so the length of the first message
+// says whether a second follows, whatever the frame's bytes say.
 //
 // Error feedback (residual != nullptr): every compression of this rank (its contribution at
 // step 0, each partial sum it forwards, its owned chunk) records what it lost into residual
@@ -71,50 +77,87 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
                    bool do_ag, deferred_error& err) {
   const int p = cx.size(), r = cx.rank();
   const int right = (r + 1) % p, left = (r - 1 + p) % p;
-  const std::size_t E = cx.segment_elems<T>(), slot = cx.slot_bytes<T>(c);
+  const std::size_t E = cx.segment_elems<T>(), slot = cx.ring_slot_bytes<T>(c);
+  const std::size_t bound = codec::max_frame_bytes(c, E);
   const std::size_t nseg = cx.segments_of<T>(ch.max_len());
   const bool lossy = c.codec == codec_id::zfp;
   std::byte* set[3];
-  MPI_Request* req[3];
+  MPI_Request *req[3], *req2[3];  // per slot: the (first) message, the second part
+  std::vector<std::vector<std::byte>> rest[3];  // per slot: a second part, when there is one
   for (int i = 0; i < 3; ++i) {
     set[i] = cx.buffer(i, nseg * slot);
     req[i] = cx.requests(i, nseg);
+    req2[i] = cx.requests(3 + i, nseg);
+    rest[i].resize(nseg);
   }
+  std::byte* frame = cx.frame_scratch<T>(c);  // a whole frame: compressed into, or reassembled
   auto chunk_of = [&](int q) { return static_cast<std::size_t>(((q % p) + p) % p); };
   auto slot_at = [&](int i, std::size_t k) { return set[i] + k * slot; };
   auto settle = [&](int i, std::size_t k) {
     if (req[i][k] != MPI_REQUEST_NULL) HCOMM_MPI_CHECK(MPI_Wait(&req[i][k], MPI_STATUS_IGNORE));
+    if (req2[i][k] != MPI_REQUEST_NULL) HCOMM_MPI_CHECK(MPI_Wait(&req2[i][k], MPI_STATUS_IGNORE));
   };
   auto post_recv = [&](int i, std::size_t k, int tag) {
     settle(i, k);
     HCOMM_MPI_CHECK(MPI_Irecv(slot_at(i, k), static_cast<int>(slot), MPI_BYTE, left, tag, cx.comm(), &req[i][k]));
   };
+  // Sends the frame in slot (i, k) (and its second part, when bytes >= slot).
   auto send = [&](int i, std::size_t k, std::size_t bytes, std::size_t raw, int tag) {
     std::byte* f = slot_at(i, k);
-    cx.before_send(f, bytes);
-    HCOMM_MPI_CHECK(MPI_Isend(f, mpi::count_of(bytes, "frame"), MPI_BYTE, right, tag, cx.comm(), &req[i][k]));
+    const std::size_t first = std::min(bytes, slot);
+    HCOMM_MPI_CHECK(MPI_Isend(f, mpi::count_of(first, "frame"), MPI_BYTE, right, tag, cx.comm(), &req[i][k]));
+    if (bytes >= slot)
+      HCOMM_MPI_CHECK(MPI_Isend(rest[i][k].data(), mpi::count_of(bytes - slot, "frame"), MPI_BYTE, right,
+                                tag + tag_second_part, cx.comm(), &req2[i][k]));
     cx.counters().raw_bytes += raw * sizeof(T);
     cx.counters().wire_bytes += bytes;
   };
-  // Completes the receive in slot (i, k): the frame's size, or 0 with the error recorded.
-  auto wait_recv = [&](int i, std::size_t k, const char* phase, int step) -> std::size_t {
+  // Puts a frame from `frame` into slot (i, k) (the part past the slot into its overflow
+  // buffer), after the test hook.
+  auto place = [&](int i, std::size_t k, std::size_t bytes) {
+    cx.before_send(frame, bytes);
+    if (bytes < slot) {
+      std::memcpy(slot_at(i, k), frame, bytes);
+      return;
+    }
+    std::memcpy(slot_at(i, k), frame, slot);
+    rest[i][k].assign(frame + slot, frame + bytes);
+  };
+  // Completes the receive in slot (i, k) (and receives a second part): the frame's size, or 0
+  // with the error recorded.
+  auto wait_recv = [&](int i, std::size_t k, const char* phase, int step, int tag) -> std::size_t {
     MPI_Status st;
     const int rc = MPI_Wait(&req[i][k], &st);
     try {
       if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Wait", HCOMM_WHERE_);
       int got = 0;
       HCOMM_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &got));
-      return static_cast<std::size_t>(got);
+      if (static_cast<std::size_t>(got) < slot) return static_cast<std::size_t>(got);
+      MPI_Message msg;
+      MPI_Status st2;
+      HCOMM_MPI_CHECK(MPI_Mprobe(left, tag + tag_second_part, cx.comm(), &msg, &st2));
+      int more = 0;
+      HCOMM_MPI_CHECK(MPI_Get_count(&st2, MPI_BYTE, &more));
+      rest[i][k].resize(static_cast<std::size_t>(more));
+      HCOMM_MPI_CHECK(MPI_Mrecv(rest[i][k].data(), more, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
+      return slot + static_cast<std::size_t>(more);
     } catch (const error& e) {
       err.record(e, cx.label() + " " + phase + " step " + std::to_string(step) + " segment " + std::to_string(k) +
                         " from rank " + std::to_string(left));
       return 0;
     }
   };
-  // Decodes a received frame into dst; a bad frame is recorded (dst untouched) and false returned.
-  auto decode = [&](const std::byte* frame, std::size_t bytes, T* dst, std::size_t len, const char* phase, int step,
-                    std::size_t k) {
+  // Decodes the frame received in slot (i, k) into dst; a bad frame is recorded (dst untouched)
+  // and false returned.
+  auto decode = [&](int i, std::size_t k, std::size_t bytes, T* dst, std::size_t len, const char* phase, int step) {
     try {
+      if (bytes < slot) {
+        cx.decompress(slot_at(i, k), bytes, dst, len);
+        return true;
+      }
+      if (bytes > bound) fail(errc::corrupt_frame, "frame of " + std::to_string(bytes) + " bytes exceeds the codec's bound");
+      std::memcpy(frame, slot_at(i, k), slot);
+      std::memcpy(frame + slot, rest[i][k].data(), bytes - slot);
       cx.decompress(frame, bytes, dst, len);
       return true;
     } catch (const error& e) {
@@ -127,16 +170,17 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   // keep_decoded the source is replaced by the decoded values (the owner keeps what the others
   // will decode).
   auto compress = [&](T* src, T* res, std::size_t len, int i, std::size_t k, bool keep_decoded) {
-    const std::size_t bytes = cx.compress(c, src, len, slot_at(i, k), slot);
+    const std::size_t bytes = cx.compress(c, src, len, frame, bound);
     if (lossy && (res || keep_decoded)) {
       T* dec = cx.scratch<T>(E);
-      cx.decompress(slot_at(i, k), bytes, dec, len);
+      cx.decompress(frame, bytes, dec, len);
       if (res)
         for (std::size_t j = 0; j < len; ++j) res[j] = src[j] - dec[j];
       if (keep_decoded) std::memcpy(src, dec, len * sizeof(T));
     } else if (res) {
       std::memset(res, 0, len * sizeof(T));
     }
+    place(i, k, bytes);
     return bytes;
   };
   auto seg_len = [&](std::size_t chunk, std::size_t k) { return std::min(E, ch.len(chunk) - k * E); };
@@ -174,9 +218,9 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
       const bool last = s + 2 == p;  // in == own
       for (std::size_t k = 0; k < segs(in); ++k) {
         const std::size_t len = seg_len(in, k);
-        const std::size_t bytes = wait_recv(0, k, "reduce-scatter", s);
+        const std::size_t bytes = wait_recv(0, k, "reduce-scatter", s, tag_reduce_scatter(s));
         T* dec = cx.scratch<T>(E);
-        if (bytes && decode(slot_at(0, k), bytes, dec, len, "reduce-scatter", s, k)) add_into(at(data, in, k), dec, len);
+        if (bytes && decode(0, k, bytes, dec, len, "reduce-scatter", s)) add_into(at(data, in, k), dec, len);
         if (!last) {
           if (k < segs(next_in)) post_recv(0, k, tag_reduce_scatter(s + 1));
           const int o = send_set(s + 1);
@@ -202,17 +246,20 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
       const bool forward = s + 2 < p;
       for (std::size_t k = 0; k < segs(in); ++k) {
         const std::size_t len = seg_len(in, k);
-        const std::size_t bytes = wait_recv(i, k, "allgather", s);
+        const std::size_t bytes = wait_recv(i, k, "allgather", s, tag_allgather(s));
         if (forward) {  // forwarded even if it does not decode here: the peers see the same bytes
           if (k < segs(next_in)) post_recv(next, k, tag_allgather(s + 1));
           send(i, k, bytes, len, tag_allgather(s + 1));
         }
-        if (bytes) decode(slot_at(i, k), bytes, at(data, in, k), len, "allgather", s, k);
+        if (bytes) decode(i, k, bytes, at(data, in, k), len, "allgather", s);
       }
       if (forward) post_recvs(next, segs(in), segs(next_in), tag_allgather(s + 1));
     }
   }
-  for (int i = 0; i < 3; ++i) HCOMM_MPI_CHECK(MPI_Waitall(static_cast<int>(nseg), req[i], MPI_STATUSES_IGNORE));
+  for (int i = 0; i < 3; ++i) {
+    HCOMM_MPI_CHECK(MPI_Waitall(static_cast<int>(nseg), req[i], MPI_STATUSES_IGNORE));
+    HCOMM_MPI_CHECK(MPI_Waitall(static_cast<int>(nseg), req2[i], MPI_STATUSES_IGNORE));
+  }
 }
 
 template <class T>
