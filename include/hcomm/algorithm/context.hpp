@@ -117,18 +117,27 @@ class context {
     return (codec::max_frame_bytes(c, segment_elems<T>()) + 63) / 64 * 64;
   }
 
-  // Capacity of a frame slot of the ring (ring.hpp): the segment's frame without non-finite
-  // values plus room for 1/64 of its values in ZFP's non-finite side list, instead of ZFP's
-  // worst case (every value non-finite: ~9x the stream at rate 8). A frame that does not fit
-  // travels as two messages. Other codecs' bound is close to their typical frame: unchanged.
+  // Capacity of a frame slot of the ring (ring.hpp), always more than the frame it holds
+  // whole (a frame of exactly the capacity is the first part of a larger one): for ZFP the
+  // segment's frame without non-finite values plus room for 1/64 of its values in the
+  // non-finite side list, instead of ZFP's worst case (every value non-finite: ~9x the stream
+  // at rate 8); a frame that does not fit travels as two messages. Other codecs' bound is close
+  // to their typical frame, so their slot holds any frame.
   template <class T>
   std::size_t ring_slot_bytes(const codec::config& c) const {
-    const std::size_t bound = slot_bytes<T>(c);
-    if (c.codec != codec_id::zfp) return bound;
     const std::size_t E = segment_elems<T>();
+    const std::size_t above_bound = (codec::max_frame_bytes(c, E) + 1 + 63) / 64 * 64;
+    if (c.codec != codec_id::zfp) return above_bound;
     using Z = codec::zfp_codec<T>;
     const std::size_t typical = codec::header_bytes + Z::stream_bytes(E, c.param) + 8 + (E / 64) * Z::entry_bytes(E);
-    return std::min(bound, (typical + 63) / 64 * 64);
+    return std::min(above_bound, (typical + 63) / 64 * 64);
+  }
+  // Second parts of the ring's frames that did not fit their slot, per slot set (ring.hpp);
+  // owned here so that they outlive any request on them.
+  std::vector<std::vector<std::byte>>& overflow(int i, std::size_t n) {
+    auto& v = overflow_[i];
+    if (v.size() < n) v.resize(n);
+    return v;
   }
   // A frame of up to max_frame_bytes for one segment (the ring compresses into it).
   template <class T>
@@ -296,6 +305,7 @@ class context {
   std::array<std::vector<std::size_t>, 3> sizes_;
   std::array<std::vector<MPI_Request>, 6> reqs_;
   std::vector<std::byte> scratch_, work_, frame_scratch_;
+  std::array<std::vector<std::vector<std::byte>>, 3> overflow_;
   std::deque<std::vector<std::byte>> pool_;
   std::vector<std::size_t> free_;
   std::vector<std::byte> res_bytes_;

@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <exception>
 #include <span>
 #include <string>
 #include <utility>
@@ -38,12 +39,13 @@ namespace hcomm::algorithm {
 
 namespace detail {
 
-// Tags of the ring's messages: one per phase and step (mod 4096, inside MPI's guaranteed tag
-// range), so that a frame can only ever match the receive of its own step; the second part of
-// a frame larger than its slot goes with tag + 0x1000.
-inline int tag_reduce_scatter(int step) noexcept { return 0x4000 + step % 4096; }
-inline int tag_allgather(int step) noexcept { return 0x6000 + step % 4096; }
-inline constexpr int tag_second_part = 0x1000;
+// Tags of the ring's messages on the context's communicator (user point-to-point tags should
+// avoid 0x4843..0x4846). One per phase is enough: every rank sends and posts receives in the
+// same (step, segment) order and MPI keeps the order of messages with one tag. The second part
+// of a frame larger than its slot goes with tag + tag_second_part.
+inline constexpr int tag_reduce_scatter = 0x4843;  // "HC"
+inline constexpr int tag_allgather = 0x4844;
+inline constexpr int tag_second_part = 2;
 
 template <class T>
 void add_into(T* dst, const T* src, std::size_t n) noexcept {
@@ -82,14 +84,37 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   const std::size_t nseg = cx.segments_of<T>(ch.max_len());
   const bool lossy = c.codec == codec_id::zfp;
   std::byte* set[3];
-  MPI_Request *req[3], *req2[3];  // per slot: the (first) message, the second part
-  std::vector<std::vector<std::byte>> rest[3];  // per slot: a second part, when there is one
+  MPI_Request *req[3], *req2[3];               // per slot: the (first) message, the second part
+  std::vector<std::vector<std::byte>>* rest[3];  // per slot: a second part, when there is one
   for (int i = 0; i < 3; ++i) {
     set[i] = cx.buffer(i, nseg * slot);
     req[i] = cx.requests(i, nseg);
     req2[i] = cx.requests(3 + i, nseg);
-    rest[i].resize(nseg);
+    rest[i] = &cx.overflow(i, nseg);
   }
+  // If anything throws (an MPI error, an allocation), no request may outlive this call on
+  // buffers a later call reuses: pending receives are cancelled, sends left to finish.
+  struct unwind_guard {
+    MPI_Request** req;
+    MPI_Request** req2;
+    std::size_t n;
+    int uncaught = std::uncaught_exceptions();
+    ~unwind_guard() {
+      if (std::uncaught_exceptions() == uncaught) return;
+      for (int i = 0; i < 3; ++i)
+        for (MPI_Request* r : {req[i], req2[i]})
+          for (std::size_t k = 0; k < n; ++k) {
+            if (r[k] == MPI_REQUEST_NULL) continue;
+            // An unmatched receive is cancelled and completes here; a send (or a receive
+            // already under way) cannot be recalled: it is freed and finishes on its own, into
+            // or from the context's buffers, which outlive it.
+            MPI_Cancel(&r[k]);
+            int done = 0;
+            MPI_Test(&r[k], &done, MPI_STATUS_IGNORE);
+            if (r[k] != MPI_REQUEST_NULL) MPI_Request_free(&r[k]);
+          }
+    }
+  } guard{req, req2, nseg};
   std::byte* frame = cx.frame_scratch<T>(c);  // a whole frame: compressed into, or reassembled
   auto chunk_of = [&](int q) { return static_cast<std::size_t>(((q % p) + p) % p); };
   auto slot_at = [&](int i, std::size_t k) { return set[i] + k * slot; };
@@ -99,7 +124,7 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   };
   auto post_recv = [&](int i, std::size_t k, int tag) {
     settle(i, k);
-    HCOMM_MPI_CHECK(MPI_Irecv(slot_at(i, k), static_cast<int>(slot), MPI_BYTE, left, tag, cx.comm(), &req[i][k]));
+    HCOMM_MPI_CHECK(MPI_Irecv(slot_at(i, k), mpi::count_of(slot, "frame slot"), MPI_BYTE, left, tag, cx.comm(), &req[i][k]));
   };
   // Sends the frame in slot (i, k) (and its second part, when bytes >= slot).
   auto send = [&](int i, std::size_t k, std::size_t bytes, std::size_t raw, int tag) {
@@ -107,7 +132,7 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
     const std::size_t first = std::min(bytes, slot);
     HCOMM_MPI_CHECK(MPI_Isend(f, mpi::count_of(first, "frame"), MPI_BYTE, right, tag, cx.comm(), &req[i][k]));
     if (bytes >= slot)
-      HCOMM_MPI_CHECK(MPI_Isend(rest[i][k].data(), mpi::count_of(bytes - slot, "frame"), MPI_BYTE, right,
+      HCOMM_MPI_CHECK(MPI_Isend((*rest[i])[k].data(), mpi::count_of(bytes - slot, "frame"), MPI_BYTE, right,
                                 tag + tag_second_part, cx.comm(), &req2[i][k]));
     cx.counters().raw_bytes += raw * sizeof(T);
     cx.counters().wire_bytes += bytes;
@@ -121,7 +146,7 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
       return;
     }
     std::memcpy(slot_at(i, k), frame, slot);
-    rest[i][k].assign(frame + slot, frame + bytes);
+    (*rest[i])[k].assign(frame + slot, frame + bytes);
   };
   // Completes the receive in slot (i, k) (and receives a second part): the frame's size, or 0
   // with the error recorded.
@@ -132,14 +157,18 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
       if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Wait", HCOMM_WHERE_);
       int got = 0;
       HCOMM_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &got));
+      // (A frame is never shorter than its header: an empty message is a frame lost upstream,
+      // which the sender has reported; this rank reports it too rather than skip the segment.)
+      if (static_cast<std::size_t>(got) < codec::header_bytes)
+        fail(errc::corrupt_frame, "frame of " + std::to_string(got) + " bytes (lost upstream)");
       if (static_cast<std::size_t>(got) < slot) return static_cast<std::size_t>(got);
       MPI_Message msg;
       MPI_Status st2;
       HCOMM_MPI_CHECK(MPI_Mprobe(left, tag + tag_second_part, cx.comm(), &msg, &st2));
       int more = 0;
       HCOMM_MPI_CHECK(MPI_Get_count(&st2, MPI_BYTE, &more));
-      rest[i][k].resize(static_cast<std::size_t>(more));
-      HCOMM_MPI_CHECK(MPI_Mrecv(rest[i][k].data(), more, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
+      (*rest[i])[k].resize(static_cast<std::size_t>(more));
+      HCOMM_MPI_CHECK(MPI_Mrecv((*rest[i])[k].data(), more, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
       return slot + static_cast<std::size_t>(more);
     } catch (const error& e) {
       err.record(e, cx.label() + " " + phase + " step " + std::to_string(step) + " segment " + std::to_string(k) +
@@ -157,7 +186,7 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
       }
       if (bytes > bound) fail(errc::corrupt_frame, "frame of " + std::to_string(bytes) + " bytes exceeds the codec's bound");
       std::memcpy(frame, slot_at(i, k), slot);
-      std::memcpy(frame + slot, rest[i][k].data(), bytes - slot);
+      if (bytes > slot) std::memcpy(frame + slot, (*rest[i])[k].data(), bytes - slot);
       cx.decompress(frame, bytes, dst, len);
       return true;
     } catch (const error& e) {
@@ -197,20 +226,20 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   const std::size_t own = static_cast<std::size_t>(r), ag_in0 = chunk_of(r - 1);
   auto start_allgather = [&](std::size_t k) {
     const std::size_t len = seg_len(own, k);
-    if (k < segs(ag_in0)) post_recv(send_set(0), k, tag_allgather(0));
+    if (k < segs(ag_in0)) post_recv(send_set(0), k, tag_allgather);
     const std::size_t bytes = compress(at(data, own, k), at(residual, own, k), len, 0, k, true);
-    send(0, k, bytes, len, tag_allgather(0));
+    send(0, k, bytes, len, tag_allgather);
   };
 
   if (do_rs) {
     const std::size_t first_in = chunk_of(r - 2), first_out = chunk_of(r - 1);
-    post_recvs(0, 0, segs(first_in), tag_reduce_scatter(0));
+    post_recvs(0, 0, segs(first_in), tag_reduce_scatter);
     for (std::size_t k = 0; k < segs(first_out); ++k) {
       const std::size_t len = seg_len(first_out, k);
       const int o = send_set(0);
       settle(o, k);
       const std::size_t bytes = compress(at(data, first_out, k), at(residual, first_out, k), len, o, k, false);
-      send(o, k, bytes, len, tag_reduce_scatter(0));
+      send(o, k, bytes, len, tag_reduce_scatter);
     }
     for (int s = 0; s + 1 < p; ++s) {
       const std::size_t in = chunk_of(r - s - 2);  // = the chunk sent at step s + 1
@@ -218,25 +247,25 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
       const bool last = s + 2 == p;  // in == own
       for (std::size_t k = 0; k < segs(in); ++k) {
         const std::size_t len = seg_len(in, k);
-        const std::size_t bytes = wait_recv(0, k, "reduce-scatter", s, tag_reduce_scatter(s));
+        const std::size_t bytes = wait_recv(0, k, "reduce-scatter", s, tag_reduce_scatter);
         T* dec = cx.scratch<T>(E);
         if (bytes && decode(0, k, bytes, dec, len, "reduce-scatter", s)) add_into(at(data, in, k), dec, len);
         if (!last) {
-          if (k < segs(next_in)) post_recv(0, k, tag_reduce_scatter(s + 1));
+          if (k < segs(next_in)) post_recv(0, k, tag_reduce_scatter);
           const int o = send_set(s + 1);
           settle(o, k);
           const std::size_t out = compress(at(data, in, k), at(residual, in, k), len, o, k, false);
-          send(o, k, out, len, tag_reduce_scatter(s + 1));
+          send(o, k, out, len, tag_reduce_scatter);
         } else if (do_ag) {
           start_allgather(k);
         }
       }
-      if (!last) post_recvs(0, segs(in), segs(next_in), tag_reduce_scatter(s + 1));
+      if (!last) post_recvs(0, segs(in), segs(next_in), tag_reduce_scatter);
     }
   } else if (do_ag) {
     for (std::size_t k = 0; k < segs(own); ++k) start_allgather(k);
   }
-  if (do_ag) post_recvs(send_set(0), segs(own), segs(ag_in0), tag_allgather(0));
+  if (do_ag) post_recvs(send_set(0), segs(own), segs(ag_in0), tag_allgather);
 
   if (do_ag) {
     for (int s = 0; s + 1 < p; ++s) {
@@ -246,14 +275,14 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
       const bool forward = s + 2 < p;
       for (std::size_t k = 0; k < segs(in); ++k) {
         const std::size_t len = seg_len(in, k);
-        const std::size_t bytes = wait_recv(i, k, "allgather", s, tag_allgather(s));
+        const std::size_t bytes = wait_recv(i, k, "allgather", s, tag_allgather);
         if (forward) {  // forwarded even if it does not decode here: the peers see the same bytes
-          if (k < segs(next_in)) post_recv(next, k, tag_allgather(s + 1));
-          send(i, k, bytes, len, tag_allgather(s + 1));
+          if (k < segs(next_in)) post_recv(next, k, tag_allgather);
+          send(i, k, bytes, len, tag_allgather);
         }
         if (bytes) decode(i, k, bytes, at(data, in, k), len, "allgather", s);
       }
-      if (forward) post_recvs(next, segs(in), segs(next_in), tag_allgather(s + 1));
+      if (forward) post_recvs(next, segs(in), segs(next_in), tag_allgather);
     }
   }
   for (int i = 0; i < 3; ++i) {
