@@ -92,8 +92,11 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
     req2[i] = cx.requests(3 + i, nseg);
     rest[i] = &cx.overflow(i, nseg);
   }
-  // If anything throws (an MPI error, an allocation), no request may outlive this call on
-  // buffers a later call reuses: pending receives are cancelled, sends left to finish.
+  // If anything throws (an MPI error, an allocation), no request handle may outlive this call
+  // in the context (a later call would wait on it or match its messages): pending receives are
+  // cancelled, sends freed to finish on their own from the context's buffers. (A later call
+  // with larger messages may regrow those buffers under such a send: after an MPI error the
+  // communicator is best not reused.)
   struct unwind_guard {
     MPI_Request** req;
     MPI_Request** req2;
@@ -106,8 +109,7 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
           for (std::size_t k = 0; k < n; ++k) {
             if (r[k] == MPI_REQUEST_NULL) continue;
             // An unmatched receive is cancelled and completes here; a send (or a receive
-            // already under way) cannot be recalled: it is freed and finishes on its own, into
-            // or from the context's buffers, which outlive it.
+            // already under way) cannot be recalled: it is freed and finishes on its own.
             MPI_Cancel(&r[k]);
             int done = 0;
             MPI_Test(&r[k], &done, MPI_STATUS_IGNORE);
