@@ -153,6 +153,64 @@ void run(const setting& s, std::size_t n, std::vector<T>& ring_none_result) {
   CHECK(st.calls >= 5, tag + " stats count calls");
 }
 
+// Point-to-point and broadcast with frames larger than their slots (zfp:8, many NaN/Inf).
+// Point-to-point: such frames go as two messages, the second on a side communicator. Two
+// messages with the same tag are received into two requests that are waited on in reverse
+// order (each must still find its own second parts), and a third request is dropped without
+// wait() (its sender must not be left waiting: the test would time out). Broadcast: the frames
+// travel end to end in a buffer sized from their real sizes.
+void two_part_p2p_and_broadcast(hcomm::runtime_communicator& comm) {
+  const int p = t::world_size(), r = t::world_rank();
+  if (p < 2) return;
+  const int right = (r + 1) % p, left = (r + p - 1) % p;
+  const std::size_t n = 9000;  // 9 segments of 1024 floats: some frames split, some not
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  // Message m of rank q: smooth, with non-finite values in the first segments only.
+  auto make = [&](int q, int m) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      v[i] = value<float>(q, i, n) * static_cast<float>(m + 1);
+      if (i < 3000 && i % (2 + m) == 0) v[i] = (i / 7) % 2 ? inf : nan;
+    }
+    return v;
+  };
+  auto matches = [&](const std::vector<float>& got, int q, int m) {
+    const auto ref = make(q, m);
+    const double rel = zfp_rel_bound(8) * 2.5 * (m + 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (std::isnan(ref[i]) ? !std::isnan(got[i]) : std::isinf(ref[i]) ? got[i] != ref[i]
+                                                                           : std::fabs(got[i] - ref[i]) > rel)
+        return false;
+    }
+    return true;
+  };
+  const std::string tag = "zfp:8 two-part frames, " + std::to_string(p) + " ranks:";
+  const auto a = make(r, 0), b = make(r, 1), c = make(r, 2);
+  std::vector<float> ga(n, -7.f), gb(n, -7.f), gc(n, -7.f);
+  {
+    auto sa = comm.isend(std::span<const float>(a), right, 21);
+    auto sb = comm.isend(std::span<const float>(b), right, 21);
+    auto sc = comm.isend(std::span<const float>(c), right, 22);
+    auto ra = comm.irecv(std::span<float>(ga), left, 21);
+    auto rb = comm.irecv(std::span<float>(gb), left, 21);
+    {
+      auto rc = comm.irecv(std::span<float>(gc), left, 22);  // dropped: transfers complete, no decode
+    }
+    rb.wait();
+    ra.wait();
+    sa.wait();
+    sb.wait();
+    sc.wait();
+  }
+  CHECK(matches(ga, left, 0), tag + " p2p first message (waited on second)");
+  CHECK(matches(gb, left, 1), tag + " p2p second message (waited on first)");
+
+  std::vector<float> bc = make(r, 0);
+  comm.broadcast(std::span<float>(bc), p - 1);
+  CHECK(matches(bc, p - 1, 0), tag + " broadcast values and NaN/Inf places");
+  CHECK(t::identical(bc.data(), n * sizeof(float), MPI_COMM_WORLD), tag + " broadcast identical on all ranks");
+}
+
 // ZFP frames with many non-finite values outgrow the ring's slots (sized for the typical
 // frame) and travel as two messages: NaN/Inf must come back where they were, the finite values
 // within the rate's bound, every rank identical. Every 3rd value is +Inf on rank 0 in the
@@ -198,6 +256,7 @@ void two_part_frames() {
   // these 1024-value segments at rate 8), so the two-part path ran.
   const auto st = comm.stats();
   if (p > 1) CHECK(st.wire_bytes * 3 > st.raw_bytes, tag + " frames carry the side lists");
+  two_part_p2p_and_broadcast(comm);
 }
 
 }  // namespace

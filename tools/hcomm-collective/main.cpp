@@ -65,7 +65,7 @@ std::vector<std::string> split(const std::string& s) {
 
 void usage() {
   std::puts(
-      "usage: mpirun -n P hcomm-collective [--op allreduce|allgather|reduce_scatter|p2p[,...]]\n"
+      "usage: mpirun -n P hcomm-collective [--op allreduce|allgather|reduce_scatter|p2p|broadcast[,...]]\n"
       "         [--codec none|mpc|zfp:R[,...]] [--scheme NAME [--axis dp|pp|tp]] [--baseline]\n"
       "         [--bytes 4M[,64M...]] [--iters N] [--warmup N] [--data smooth|random]\n"
       "         [--threshold BYTES] [--segment BYTES] [--no-checksum]\n"
@@ -157,6 +157,9 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
           else comm.recv(std::span<float>(out), peer, 5);
         }
       }
+    } else if (op == "broadcast") {  // from rank 0
+      if (base) MPI_Bcast(in.data(), static_cast<int>(n), MPI_FLOAT, 0, MPI_COMM_WORLD);
+      else comm.broadcast(std::span<float>(in), 0);
     } else {
       hcomm::fail(hcomm::errc::invalid_argument, "unknown --op '" + op + "'");
     }
@@ -175,6 +178,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
   if (base) {  // what MPI's ring-equivalent moves (estimate; MPI does not report it)
     const double per = op == "allreduce" ? 2.0 * (p - 1) / p * bytes
                        : op == "p2p"     ? (rank % 2 == 0 && (rank ^ 1) < p ? double(bytes) : 0.0)
+                       : op == "broadcast" ? (rank == 0 ? double(bytes) : 0.0)
                                          : double(p - 1) / p * bytes * (op == "allgather" ? p : 1);
     std::uint64_t w = static_cast<std::uint64_t>(per);
     MPI_Allreduce(MPI_IN_PLACE, &w, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
@@ -183,7 +187,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
 
   // Accuracy against float64 references.
   double err = 0, ref_max = 0;
-  const float* got = op == "allreduce" ? in.data() : out.data();
+  const float* got = op == "allreduce" || op == "broadcast" ? in.data() : out.data();
   if (op == "allreduce") {
     for (std::size_t i = 0; i < n; ++i) {
       double ref = 0;
@@ -205,6 +209,12 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
         err = std::max(err, std::fabs(got[q * n + i] - ref));
         ref_max = std::max(ref_max, std::fabs(ref));
       }
+  } else if (op == "broadcast") {
+    for (std::size_t i = 0; i < n; ++i) {
+      const double ref = value(a.data, 0, i);
+      err = std::max(err, std::fabs(got[i] - ref));
+      ref_max = std::max(ref_max, std::fabs(ref));
+    }
   } else if (op == "p2p" && rank % 2 == 1) {
     for (std::size_t i = 0; i < n; ++i) {
       const double ref = value(a.data, rank ^ 1, i);
@@ -216,8 +226,8 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
   MPI_Allreduce(MPI_IN_PLACE, e2, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   res.max_error = e2[0];
   res.max_ref = e2[1];
-  if (op == "allreduce" || op == "allgather") {
-    const std::size_t len = op == "allreduce" ? n : out_n;
+  if (op == "allreduce" || op == "allgather" || op == "broadcast") {
+    const std::size_t len = op == "allgather" ? out_n : n;
     const std::uint64_t h = hcomm::hash64(reinterpret_cast<const unsigned char*>(got), len * sizeof(float), 1);
     std::uint64_t lo = h, hi = h;
     MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);

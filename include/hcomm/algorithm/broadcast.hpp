@@ -41,8 +41,11 @@ void broadcast(context& cx, codec::config cfg, std::span<T> data, int root) {
     }
     return;
   }
-  const std::size_t E = cx.segment_elems<T>(), slot = cx.slot_bytes<T>(c), ns = cx.segments_of<T>(n);
-  std::byte* buf = cx.buffer(0, ns * slot);
+  // The frames lie end to end in buffer 0: the root grows it while compressing (nothing is in
+  // flight yet), the others size it from the announced total. So memory follows the frames'
+  // real size, not ZFP's worst case (every value non-finite).
+  const std::size_t E = cx.segment_elems<T>(), ns = cx.segments_of<T>(n);
+  const std::size_t bound = codec::max_frame_bytes(c, E);
   auto& sz = cx.sizes(0, ns);
   static_assert(sizeof(std::size_t) == sizeof(std::uint64_t), "hcomm: frame sizes travel as 64-bit words");
   if (r == root) {
@@ -50,9 +53,10 @@ void broadcast(context& cx, codec::config cfg, std::span<T> data, int root) {
     std::size_t at = 0;
     for (std::size_t k = 0; k < ns; ++k) {
       const std::size_t off = k * E, len = std::min(E, n - off);
-      sz[k] = cx.compress(c, data.data() + off, len, buf + at, ns * slot - at);
-      if (lossy) cx.decompress(buf + at, sz[k], data.data() + off, len);
-      cx.before_send(buf + at, sz[k]);
+      std::byte* f = cx.buffer(0, at + bound) + at;  // (vectors grow geometrically)
+      sz[k] = cx.compress(c, data.data() + off, len, f, bound);
+      if (lossy) cx.decompress(f, sz[k], data.data() + off, len);
+      cx.before_send(f, sz[k]);
       at += sz[k];
     }
     cx.counters().raw_bytes += n * sizeof(T);
@@ -60,8 +64,11 @@ void broadcast(context& cx, codec::config cfg, std::span<T> data, int root) {
   }
   HCOMM_MPI_CHECK(MPI_Bcast(sz.data(), static_cast<int>(ns), MPI_UINT64_T, root, cx.comm()));
   std::size_t total = 0;
-  for (std::size_t k = 0; k < ns; ++k) total += sz[k];
-  if (total > ns * slot) fail(errc::corrupt_frame, cx.label() + " broadcast: root announced more frame bytes than possible");
+  for (std::size_t k = 0; k < ns; ++k) {
+    if (sz[k] > bound) fail(errc::corrupt_frame, cx.label() + " broadcast: root announced a frame larger than possible");
+    total += sz[k];
+  }
+  std::byte* buf = cx.buffer(0, total);
   for (std::size_t at = 0; at < total;) {  // pieces below MPI's int count
     const std::size_t piece = std::min<std::size_t>(total - at, std::size_t{1} << 30);
     HCOMM_MPI_CHECK(MPI_Bcast(buf + at, static_cast<int>(piece), MPI_BYTE, root, cx.comm()));
