@@ -22,6 +22,7 @@ namespace hcomm::algorithm {
 
 template <floating_element T>
 void broadcast(context& cx, codec::config cfg, std::span<T> data, int root) {
+  cx.check_usable();
   const codec::config c = frame_config<T>(cx, cfg);
   context::timer tm(cx);
   const int p = cx.size(), r = cx.rank();

@@ -233,6 +233,20 @@ class context {
     if (!r.empty()) std::memcpy(res_bytes_.data(), r.data(), r.size_bytes());
   }
 
+  // --- after an interrupted operation ---
+  // An exception in the middle of a ring operation (an MPI failure, an allocation, a throwing
+  // test hook) leaves its message pattern half done: peers' messages under the ring's tags
+  // still queued, sends freed while in flight from this context's buffers. A later operation
+  // would match those stale messages or regrow buffers under such a send, so the context is
+  // marked unusable and every later operation says so instead.
+  void mark_interrupted(const char* op) noexcept { interrupted_ = op; }
+  void check_usable() const {
+    if (interrupted_)
+      fail(errc::invalid_argument, label_ + ": this communicator is unusable: an earlier " + interrupted_ +
+                                       " was interrupted by an exception in the middle of its messages "
+                                       "(create a new communicator, on every rank)");
+  }
+
   // --- shared steps ---
 
   // Every rank passes (op, count, dtype, codec, extra); one MPI_Allreduce(MAX) of the values
@@ -309,6 +323,7 @@ class context {
   std::uint64_t part_seq_ = 0, tag_ub_ = 32767;  // (32767: the least MPI_TAG_UB MPI allows)
   options opt_;
   std::string label_;
+  const char* interrupted_ = nullptr;  // the operation that was interrupted, see check_usable
   int rank_ = 0, size_ = 1;
   stats st_;
   codec::engine<> eng_;

@@ -242,6 +242,7 @@ inline void check_peer(const context& cx, int peer, int tag, const char* what) {
 
 template <floating_element T>
 request isend(context& cx, codec::config cfg, std::span<const T> x, int peer, int tag) {
+  cx.check_usable();
   detail::check_peer(cx, peer, tag, "send");
   const codec::config c = frame_config<T>(cx, cfg);
   context::timer tm(cx, false);
@@ -302,6 +303,7 @@ request isend(context& cx, codec::config cfg, std::span<const T> x, int peer, in
 
 template <floating_element T>
 request irecv(context& cx, codec::config cfg, std::span<T> x, int peer, int tag) {
+  cx.check_usable();
   detail::check_peer(cx, peer, tag, "recv");
   const codec::config c = frame_config<T>(cx, cfg);
   context::timer tm(cx, false);

@@ -94,16 +94,18 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   }
   // If anything throws (an MPI error, an allocation), no request handle may outlive this call
   // in the context (a later call would wait on it or match its messages): pending receives are
-  // cancelled, sends freed to finish on their own from the context's buffers. (A later call
-  // with larger messages may regrow those buffers under such a send: after an MPI error the
-  // communicator is best not reused.)
+  // cancelled, sends freed to finish on their own from the context's buffers, and the context
+  // is marked unusable (context::check_usable), since the peers' messages of this pattern
+  // may still arrive and a later call could regrow the buffers under a freed send.
   struct unwind_guard {
+    context& cx;
     MPI_Request** req;
     MPI_Request** req2;
     std::size_t n;
     int uncaught = std::uncaught_exceptions();
     ~unwind_guard() {
       if (std::uncaught_exceptions() == uncaught) return;
+      cx.mark_interrupted("ring operation");
       for (int i = 0; i < 3; ++i)
         for (MPI_Request* r : {req[i], req2[i]})
           for (std::size_t k = 0; k < n; ++k) {
@@ -116,7 +118,7 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
             if (r[k] != MPI_REQUEST_NULL) MPI_Request_free(&r[k]);
           }
     }
-  } guard{req, req2, nseg};
+  } guard{cx, req, req2, nseg};
   std::byte* frame = cx.frame_scratch<T>(c);  // a whole frame: compressed into, or reassembled
   auto chunk_of = [&](int q) { return static_cast<std::size_t>(((q % p) + p) % p); };
   auto slot_at = [&](int i, std::size_t k) { return set[i] + k * slot; };
@@ -304,6 +306,7 @@ void ring_bytes_estimate(context& cx, std::size_t bytes) {
 // In-place sum over all ranks. residual: error-feedback state of data.size() values or null.
 template <floating_element T>
 void allreduce(context& cx, codec::config cfg, std::span<T> data, T* residual = nullptr) {
+  cx.check_usable();
   const codec::config c = frame_config<T>(cx, cfg);
   context::timer tm(cx);
   cx.check_same(op_id::allreduce, data.size(), dtype_of<T>, c);
@@ -332,6 +335,7 @@ void allreduce(context& cx, codec::config cfg, std::span<T> data, T* residual = 
 // in holds p blocks of out.size() values; rank r gets the sum of everyone's block r.
 template <floating_element T>
 void reduce_scatter(context& cx, codec::config cfg, std::span<const T> in, std::span<T> out, T* residual = nullptr) {
+  cx.check_usable();
   const codec::config c = frame_config<T>(cx, cfg);
   context::timer tm(cx);
   const int p = cx.size(), r = cx.rank();
@@ -373,6 +377,7 @@ void reduce_scatter(context& cx, codec::config cfg, std::span<const T> in, std::
 // codec rank r's own block is what the others decode too: all ranks end identical).
 template <floating_element T>
 void allgather(context& cx, codec::config cfg, std::span<const T> in, std::span<T> out) {
+  cx.check_usable();
   const codec::config c = frame_config<T>(cx, cfg);
   context::timer tm(cx);
   const int p = cx.size(), r = cx.rank();
