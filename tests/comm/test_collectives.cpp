@@ -153,17 +153,17 @@ void run(const setting& s, std::size_t n, std::vector<T>& ring_none_result) {
   CHECK(st.calls >= 5, tag + " stats count calls");
 }
 
-// Point-to-point and broadcast with frames larger than their slots (zfp:8, many NaN/Inf).
-// Point-to-point: such frames go as two messages, the second on a side communicator. Two
-// messages with the same tag are received into two requests that are waited on in reverse
-// order (each must still find its own second parts), and a third request is dropped without
-// wait() (its sender must not be left waiting: the test would time out). Broadcast: the frames
-// travel end to end in a buffer sized from their real sizes.
-void two_part_p2p_and_broadcast(hcomm::runtime_communicator& comm) {
+// Point-to-point and broadcast with ZFP frames that carry long non-finite side lists (zfp:8,
+// many NaN/Inf). Point-to-point: two messages with the same tag are received into two requests
+// that are waited on in reverse order (MPI matched them in posting order), and a third request
+// is dropped without wait() (its transfers still complete). Broadcast: the frames travel end
+// to end in a buffer sized from their real sizes, so frames several times the typical size
+// must arrive whole and in place.
+void nonfinite_p2p_and_broadcast(hcomm::runtime_communicator& comm) {
   const int p = t::world_size(), r = t::world_rank();
   if (p < 2) return;
   const int right = (r + 1) % p, left = (r + p - 1) % p;
-  const std::size_t n = 9000;  // 9 segments of 1024 floats: some frames split, some not
+  const std::size_t n = 9000;  // 9 segments of 1024 floats, the first 3 with NaN/Inf
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   // Message m of rank q: smooth, with non-finite values in the first segments only.
   auto make = [&](int q, int m) {
@@ -184,7 +184,7 @@ void two_part_p2p_and_broadcast(hcomm::runtime_communicator& comm) {
     }
     return true;
   };
-  const std::string tag = "zfp:8 two-part frames, " + std::to_string(p) + " ranks:";
+  const std::string tag = "zfp:8 NaN/Inf-heavy frames, " + std::to_string(p) + " ranks:";
   const auto a = make(r, 0), b = make(r, 1), c = make(r, 2);
   std::vector<float> ga(n, -7.f), gb(n, -7.f), gc(n, -7.f);
   {
@@ -256,7 +256,7 @@ void two_part_frames() {
   // these 1024-value segments at rate 8), so the two-part path ran.
   const auto st = comm.stats();
   if (p > 1) CHECK(st.wire_bytes * 3 > st.raw_bytes, tag + " frames carry the side lists");
-  two_part_p2p_and_broadcast(comm);
+  nonfinite_p2p_and_broadcast(comm);
 }
 
 }  // namespace

@@ -84,13 +84,9 @@ struct chunks {
 class context {
  public:
   context(MPI_Comm comm, options opt = {}, std::string label = "comm")
-      : comm_(mpi::dup(comm)), side_(mpi::dup(comm)), opt_(std::move(opt)), label_(std::move(label)) {
+      : comm_(mpi::dup(comm)), opt_(std::move(opt)), label_(std::move(label)) {
     rank_ = mpi::rank(comm_.get());
     size_ = mpi::size(comm_.get());
-    void* ub = nullptr;
-    int found = 0;
-    HCOMM_MPI_CHECK(MPI_Comm_get_attr(side_.get(), MPI_TAG_UB, &ub, &found));
-    if (found && ub) tag_ub_ = static_cast<std::uint64_t>(*static_cast<int*>(ub));
   }
   context(const context&) = delete;
   context& operator=(const context&) = delete;
@@ -115,14 +111,24 @@ class context {
     const std::size_t e = segment_elems<T>();
     return (len + e - 1) / e;
   }
-  // Capacity of a frame slot of the ring (ring.hpp) and of point-to-point messages (p2p.hpp),
-  // always more than the frame it holds whole (a message of exactly the capacity is the first
-  // part of a larger frame): for ZFP the segment's frame without non-finite values plus room
-  // for 1/64 of its values in the non-finite side list, instead of ZFP's worst case (every
-  // value non-finite: ~9x the stream at rate 8); a frame that does not fit travels as two
-  // messages. Other codecs' bound is close to their typical frame, so their slot holds any frame.
+  // Capacity of a point-to-point frame slot (p2p.hpp): a segment's worst-case frame, 64-byte
+  // aligned. (A receiver posts its receives before it knows the frames' sizes, and a larger
+  // frame would need a second message that only the receiver's wait() could take, making the
+  // sender's completion depend on it: ZFP's worst case, ~2.25x the raw segment at rate 8, is
+  // reserved instead.)
   template <class T>
-  std::size_t frame_slot_bytes(const codec::config& c) const {
+  std::size_t p2p_slot_bytes(const codec::config& c) const {
+    return (codec::max_frame_bytes(c, segment_elems<T>()) + 63) / 64 * 64;
+  }
+
+  // Capacity of a frame slot of the ring (ring.hpp), always more than the frame it holds whole
+  // (a message of exactly the capacity is the first part of a larger frame): for ZFP the
+  // segment's frame without non-finite values plus room for 1/64 of its values in the
+  // non-finite side list, instead of ZFP's worst case (every value non-finite: ~9x the stream
+  // at rate 8); a frame that does not fit travels as two messages. Other codecs' bound is close
+  // to their typical frame, so their slot holds any frame.
+  template <class T>
+  std::size_t ring_slot_bytes(const codec::config& c) const {
     const std::size_t E = segment_elems<T>();
     const std::size_t above_bound = (codec::max_frame_bytes(c, E) + 1 + 63) / 64 * 64;
     if (c.codec != codec_id::zfp) return above_bound;
@@ -137,25 +143,13 @@ class context {
     if (v.size() < n) v.resize(n);
     return v;
   }
-  // A frame of up to max_frame_bytes for one segment (the ring and point-to-point compress
-  // into it, or reassemble a two-part frame in it).
+  // A frame of up to max_frame_bytes for one segment (the ring compresses into it).
   template <class T>
   std::byte* frame_scratch(const codec::config& c) {
-    return frame_scratch(codec::max_frame_bytes(c, segment_elems<T>()));
-  }
-  std::byte* frame_scratch(std::size_t bytes) {
+    const std::size_t bytes = codec::max_frame_bytes(c, segment_elems<T>());
     if (frame_scratch_.size() < bytes) frame_scratch_.resize(bytes);
     return frame_scratch_.data();
   }
-
-  // Second parts of point-to-point frames larger than their slot (p2p.hpp) travel on a second
-  // duplicate of the communicator, each with its own tag taken from a per-context sequence
-  // number (wrapping below MPI_TAG_UB), so a receiver finds its frame's second part by the
-  // number carried in the first part, whatever the order in which requests are waited on.
-  MPI_Comm side_comm() const noexcept { return side_.get(); }
-  std::uint64_t next_part_seq() noexcept { return part_seq_++; }
-  int part_tag(std::uint64_t seq) const noexcept { return static_cast<int>(seq % (tag_ub_ + 1)); }
-  int tag_ub() const noexcept { return static_cast<int>(tag_ub_); }
 
   // Frame buffers, grown never shrunk. Three so that the allgather can forward what it
   // received while receiving the next chunk.
@@ -244,7 +238,9 @@ class context {
     if (interrupted_)
       fail(errc::invalid_argument, label_ + ": this communicator is unusable: an earlier " + interrupted_ +
                                        " was interrupted by an exception in the middle of its messages "
-                                       "(create a new communicator, on every rank)");
+                                       "(create a new communicator on every rank, and keep this one until "
+                                       "MPI_Finalize: a communicator made after freeing it may reuse its "
+                                       "context id and receive the broken pattern's messages)");
   }
 
   // --- shared steps ---
@@ -319,8 +315,7 @@ class context {
   };
 
  private:
-  mpi::owned_comm comm_, side_;
-  std::uint64_t part_seq_ = 0, tag_ub_ = 32767;  // (32767: the least MPI_TAG_UB MPI allows)
+  mpi::owned_comm comm_;
   options opt_;
   std::string label_;
   const char* interrupted_ = nullptr;  // the operation that was interrupted, see check_usable

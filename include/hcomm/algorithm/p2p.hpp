@@ -11,10 +11,7 @@
 // none codec whose payload is the caller's buffer itself (an MPI struct type of header +
 // data, no copy). Either way the header tells the receiver the sender's count, dtype and
 // codec, so a receiver that expects something else throws errc::mismatch saying what
-// differed. Receives are posted ahead into slots sized for the typical frame
-// (context::frame_slot_bytes); a larger frame (ZFP with many NaN/Inf) goes as a first message
-// of exactly the slot's size, whose last 8 bytes are a marker and a tag, and the rest of the
-// frame (plus the same 8 bytes) on the context's side communicator with that tag. A corrupted frame (checksum) is reported after the rest of the message has been
+// differed. A corrupted frame (checksum) is reported after the rest of the message has been
 // received (the sender is not left blocked); a protocol mismatch cancels the receives not
 // yet matched.
 #pragma once
@@ -32,23 +29,6 @@
 #include "hcomm/codec/frame.hpp"
 
 namespace hcomm::algorithm {
-
-namespace detail {
-
-// The last 8 bytes of the first part of a two-part frame, repeated at the end of the second
-// part: a marker (high 32 bits) and the second part's tag on the side communicator.
-inline constexpr std::size_t part_trailer_bytes = 8;
-inline constexpr std::uint64_t part_marker = 0x48433250;  // "HC2P"
-inline std::uint64_t read_trailer(const std::byte* p) {
-  std::uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = v << 8 | static_cast<std::uint64_t>(p[i]);
-  return v;
-}
-inline void write_trailer(std::byte* p, std::uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
-}
-
-}  // namespace detail
 
 // A pending send or receive. wait() completes it (and decodes a receive); move-only. A
 // request destroyed without wait() still completes its MPI transfers (so buffers and peers
@@ -73,10 +53,8 @@ class request {
       elem_ = o.elem_;
       seg_ = o.seg_;
       slot_bytes_ = o.slot_bytes_;
-      bound_ = o.bound_;
       peer_ = o.peer_;
       reqs_ = std::move(o.reqs_);
-      parts_ = std::move(o.parts_);
     }
     return *this;
   }
@@ -108,10 +86,7 @@ class request {
           check_raw(buf, static_cast<std::size_t>(got));
         } else {
           const std::size_t off = k * seg_, len = std::min(seg_, n_ - off);
-          const std::byte* frame = buf + k * slot_bytes_;
-          std::size_t bytes = static_cast<std::size_t>(got);
-          if (bytes == slot_bytes_) frame = join_parts(cx, frame, bytes);
-          decode(cx, frame, bytes, off, len);
+          decode(cx, buf + k * slot_bytes_, static_cast<std::size_t>(got), off, len);
         }
       } catch (const error& e) {
         err.record(e, who + " segment " + std::to_string(k));
@@ -153,56 +128,14 @@ class request {
     if (f.payload_bytes != n_ * elem_ || got != codec::header_bytes + n_ * elem_)
       fail(errc::corrupt_frame, "raw message of " + std::to_string(got) + " bytes does not match its header");
   }
-  // The first part of a frame larger than the slot has arrived (a message of exactly the
-  // slot's size): receives the second part from the side communicator and returns the whole
-  // frame, reassembled in the context's frame scratch (bytes: its size).
-  const std::byte* join_parts(context& cx, const std::byte* first, std::size_t& bytes) {
-    const std::size_t head = slot_bytes_ - detail::part_trailer_bytes;
-    const std::uint64_t trailer = detail::read_trailer(first + head);
-    const std::uint64_t tag = trailer & 0xffffffffu;
-    if ((trailer >> 32) != detail::part_marker || tag > static_cast<std::uint64_t>(cx.tag_ub()))
-      fail(errc::corrupt_frame, "a message of exactly the slot size (" + std::to_string(slot_bytes_) +
-                                    " bytes) that is not the first part of a larger frame");
-    MPI_Message msg;
-    MPI_Status st;
-    HCOMM_MPI_CHECK(MPI_Mprobe(peer_, static_cast<int>(tag), cx.side_comm(), &msg, &st));
-    int more = 0;
-    HCOMM_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &more));
-    const std::size_t m = static_cast<std::size_t>(more);
-    // (A second part that cannot belong to a frame of this codec is still received, so that the
-    // sender is not left waiting, then reported.)
-    std::byte* f = cx.frame_scratch(std::max(bound_, head + m));
-    HCOMM_MPI_CHECK(MPI_Mrecv(f + head, more, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
-    if (m <= detail::part_trailer_bytes || head + m - detail::part_trailer_bytes > bound_ ||
-        detail::read_trailer(f + head + m - detail::part_trailer_bytes) != trailer)
-      fail(errc::corrupt_frame, "second part of a frame (" + std::to_string(m) + " bytes) does not match its first part");
-    std::memcpy(f, first, head);
-    bytes = head + m - detail::part_trailer_bytes;
-    return f;
-  }
   void release() noexcept {
     if (cx_) cx_->release_slot(slot_);
     cx_ = nullptr;
     reqs_.clear();
-    parts_.clear();
   }
-  // Completes the transfers without decoding; the second part of a two-part frame is still
-  // received (the sender waits for it).
   void finish_quietly() noexcept {
     if (!cx_) return;
-    for (auto& r : reqs_) {
-      MPI_Status st;
-      if (MPI_Wait(&r, &st) != MPI_SUCCESS || !recv_ || raw_) continue;
-      int got = 0;
-      MPI_Get_count(&st, MPI_BYTE, &got);
-      if (static_cast<std::size_t>(got) != slot_bytes_) continue;
-      const std::size_t k = static_cast<std::size_t>(&r - reqs_.data());
-      try {
-        std::size_t bytes = 0;
-        (void)join_parts(*cx_, cx_->slot(slot_).data() + k * slot_bytes_, bytes);
-      } catch (...) {  // (nothing to report to: the request was dropped)
-      }
-    }
+    for (auto& r : reqs_) MPI_Wait(&r, MPI_STATUS_IGNORE);
     release();
   }
 
@@ -211,10 +144,9 @@ class request {
   bool recv_ = false, raw_ = false;
   dtype type_ = dtype::f32;
   void* out_ = nullptr;
-  std::size_t n_ = 0, elem_ = 4, seg_ = 0, slot_bytes_ = 0, bound_ = 0;
+  std::size_t n_ = 0, elem_ = 4, seg_ = 0, slot_bytes_ = 0;
   int peer_ = -1;
-  std::vector<MPI_Request> reqs_;               // a send: first parts, then second parts
-  std::vector<std::vector<std::byte>> parts_;  // a send: second parts of frames over the slot
+  std::vector<MPI_Request> reqs_;
 };
 
 namespace detail {
@@ -266,37 +198,17 @@ request isend(context& cx, codec::config cfg, std::span<const T> x, int peer, in
     cx.counters().wire_bytes += n * sizeof(T) + codec::header_bytes;
     return rq;
   }
-  const std::size_t E = cx.segment_elems<T>(), slot = cx.frame_slot_bytes<T>(c), ns = cx.segments_of<T>(n);
-  const std::size_t bound = codec::max_frame_bytes(c, E), head = slot - detail::part_trailer_bytes;
+  const std::size_t E = cx.segment_elems<T>(), slot = cx.p2p_slot_bytes<T>(c), ns = cx.segments_of<T>(n);
   if (buf.size() < ns * slot) buf.resize(ns * slot);
-  rq.reqs_.assign(2 * ns, MPI_REQUEST_NULL);
+  rq.reqs_.assign(ns, MPI_REQUEST_NULL);
   for (std::size_t k = 0; k < ns; ++k) {  // compress k+1 while k is on the wire
     const std::size_t off = k * E, len = std::min(E, n - off);
-    std::byte* s = buf.data() + k * slot;
-    // A slot above the codec's bound takes any frame; otherwise compress aside and split.
-    std::byte* f = slot > bound ? s : cx.frame_scratch(bound);
-    const std::size_t bytes = cx.compress(c, x.data() + off, len, f, bound);
-    cx.before_send(f, bytes);
+    const std::size_t bytes = cx.compress(c, x.data() + off, len, buf.data() + k * slot, slot);
+    cx.before_send(buf.data() + k * slot, bytes);
+    HCOMM_MPI_CHECK(MPI_Isend(buf.data() + k * slot, static_cast<int>(bytes), MPI_BYTE, peer, tag, cx.comm(),
+                              &rq.reqs_[k]));
     cx.counters().raw_bytes += len * sizeof(T);
-    if (bytes < slot) {
-      if (f != s) std::memcpy(s, f, bytes);
-      HCOMM_MPI_CHECK(MPI_Isend(s, static_cast<int>(bytes), MPI_BYTE, peer, tag, cx.comm(), &rq.reqs_[k]));
-      cx.counters().wire_bytes += bytes;
-      continue;
-    }
-    const int tag2 = cx.part_tag(cx.next_part_seq());
-    const std::uint64_t trailer = detail::part_marker << 32 | static_cast<std::uint32_t>(tag2);
-    std::memcpy(s, f, head);
-    detail::write_trailer(s + head, trailer);
-    if (rq.parts_.size() < ns) rq.parts_.resize(ns);
-    auto& rest = rq.parts_[k];
-    rest.resize(bytes - head + detail::part_trailer_bytes);
-    std::memcpy(rest.data(), f + head, bytes - head);
-    detail::write_trailer(rest.data() + (bytes - head), trailer);
-    HCOMM_MPI_CHECK(MPI_Isend(s, static_cast<int>(slot), MPI_BYTE, peer, tag, cx.comm(), &rq.reqs_[k]));
-    HCOMM_MPI_CHECK(MPI_Isend(rest.data(), mpi::count_of(rest.size(), "second part of a frame"), MPI_BYTE, peer,
-                              tag2, cx.side_comm(), &rq.reqs_[ns + k]));
-    cx.counters().wire_bytes += slot + rest.size();
+    cx.counters().wire_bytes += bytes;
   }
   return rq;
 }
@@ -328,10 +240,9 @@ request irecv(context& cx, codec::config cfg, std::span<T> x, int peer, int tag)
     if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Irecv", HCOMM_WHERE_);
     return rq;
   }
-  const std::size_t slot = cx.frame_slot_bytes<T>(c), ns = cx.segments_of<T>(n);
+  const std::size_t slot = cx.p2p_slot_bytes<T>(c), ns = cx.segments_of<T>(n);
   rq.seg_ = cx.segment_elems<T>();
   rq.slot_bytes_ = slot;
-  rq.bound_ = codec::max_frame_bytes(c, rq.seg_);
   if (buf.size() < ns * slot) buf.resize(ns * slot);
   rq.reqs_.assign(ns, MPI_REQUEST_NULL);
   for (std::size_t k = 0; k < ns; ++k)

@@ -65,7 +65,7 @@ void add_into(T* dst, const T* src, std::size_t n) noexcept {
 // frames and then holds this rank's own frames for the allgather; sets 1 and 2 alternate by
 // step between frames sent in the reduce-scatter and frames received (and forwarded) in the
 // allgather. Before a slot is reused its previous requests are completed. A slot holds a
-// typical frame (context::frame_slot_bytes); a larger one (ZFP with many NaN/Inf) is sent as
+// typical frame (context::ring_slot_bytes); a larger one (ZFP with many NaN/Inf) is sent as
 // its first slot-size bytes and then the rest (tag + tag_second_part), kept in the slot's
 // overflow buffer. Whole frames are shorter than the slot, so the length of the first message
 // says whether a second follows, whatever the frame's bytes say.
@@ -79,7 +79,7 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
                    bool do_ag, deferred_error& err) {
   const int p = cx.size(), r = cx.rank();
   const int right = (r + 1) % p, left = (r - 1 + p) % p;
-  const std::size_t E = cx.segment_elems<T>(), slot = cx.frame_slot_bytes<T>(c);
+  const std::size_t E = cx.segment_elems<T>(), slot = cx.ring_slot_bytes<T>(c);
   const std::size_t bound = codec::max_frame_bytes(c, E);
   const std::size_t nseg = cx.segments_of<T>(ch.max_len());
   const bool lossy = c.codec == codec_id::zfp;
