@@ -26,6 +26,11 @@
 
 #include "hcomm/core/macros.hpp"
 
+#if !defined(__CUDACC__) && !defined(HCOMM_ZFP_NO_CLONES) && defined(__x86_64__) && \
+    (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 // The block coders are forced inline into the group loops so that the bit writer/reader
 // state stays in registers.
 #if defined(__CUDACC__)
@@ -904,6 +909,34 @@ HCOMM_ZFP_INLINE void decode_plane_step(u64 bits, unsigned maxbits, unsigned& po
   j = jj + (r != 0);
 }
 
+// The end of a batch decode: 8 blocks' bit planes -> values. bits[l] = block l (for its
+// header), ns0/ns1[l] = nibble j of planes 0..15 / 16..31 (nibble j = plane 31 - j, bit i =
+// coefficient i), c0[l] = bits of coefficient 0 decoded in bulk (or 0).
+HCOMM_ZFP_INLINE void finish_batch_f32(const u64* bits, const u64* ns0, const u64* ns1, const std::uint32_t* c0,
+                                       float* v) {
+  using Tr = traits<float>;
+  for (int l = 0; l < batch_lanes; ++l) {
+    const u64 f0 = planes_to_fields(ns0[l]), f1 = planes_to_fields(ns1[l]);  // planes 31..16, 15..0
+    std::int32_t q[4];
+    for (int i = 0; i < 4; ++i) {
+      std::uint32_t u = static_cast<std::uint32_t>(((f0 >> (16 * i)) & 0xffffu) << 16 | ((f1 >> (16 * i)) & 0xffffu));
+      u |= i == 0 ? c0[l] : 0u;
+      q[i] = static_cast<std::int32_t>((u ^ Tr::nbmask) - Tr::nbmask);
+    }
+    inv_lift(q[0], q[1], q[2], q[3]);
+    // 2^(e - 157) as two normal factors (the same result: the product of q and the first is a
+    // float times a power of 2 that neither overflows nor underflows, so it is exact).
+    const int e = static_cast<int>(bits[l] >> 1) & 0xff;
+    const int sa = (e - 157) >> 1, sb = (e - 157) - sa;
+    const float fa = from_bits<float>(static_cast<std::uint32_t>(sa + Tr::ebias) << Tr::mbits);
+    // libzfp's scale 2^(e - 157) is 0 below the smallest subnormal (e < 8), and so is ours.
+    const float fb = from_bits<float>((static_cast<std::uint32_t>(sb + Tr::ebias) << Tr::mbits) &
+                                      (0u - static_cast<std::uint32_t>(e >= 8)));
+    const std::uint32_t keep = 0u - static_cast<std::uint32_t>(bits[l] & 1u);  // zero block: +0
+    for (int i = 0; i < 4; ++i) v[4 * l + i] = from_bits<float>(to_bits(static_cast<float>(q[i]) * fa * fb) & keep);
+  }
+}
+
 // Decodes 8 float blocks of maxbits <= 64 bits each (block l at stream bit p0 + l * maxbits)
 // into v[0..31]. The same decoding as decode_block, as loops over 8 lanes that the compiler
 // vectorises: each step decodes one plane of every lane through a table that also covers a
@@ -967,27 +1000,155 @@ HCOMM_ZFP_INLINE void decode_batch_f32(const word_reader& rd, std::size_t p0, un
     ns0[l] |= (raw << o) & lo;
     ns1[l] |= ((raw >> ((64 - o) & 63u)) & lo & (u64{0} - static_cast<u64>(o != 0))) | ((raw << o) & ~lo);
   }
-  for (int l = 0; l < L; ++l) {
-    const u64 f0 = planes_to_fields(ns0[l]), f1 = planes_to_fields(ns1[l]);  // planes 31..16, 15..0
-    std::int32_t q[4];
-    for (int i = 0; i < 4; ++i) {
-      std::uint32_t u = static_cast<std::uint32_t>(((f0 >> (16 * i)) & 0xffffu) << 16 | ((f1 >> (16 * i)) & 0xffffu));
-      u |= i == 0 ? c0[l] : 0u;
-      q[i] = static_cast<std::int32_t>((u ^ Tr::nbmask) - Tr::nbmask);
+  finish_batch_f32(bits, ns0, ns1, c0, v);
+}
+
+// (hi:lo) |= (h:l) << sh for 0 <= sh (nothing from sh >= 128), without a branch.
+HCOMM_ZFP_INLINE void or_shl128(u64 l, u64 h, unsigned sh, u64& lo, u64& hi) {
+  const unsigned a = sh & 63u;
+  const u64 below = u64{0} - static_cast<u64>(sh < 64), within = u64{0} - static_cast<u64>(sh >= 64 && sh < 128);
+  lo |= (l << a) & below;
+  hi |= (((h << a) | ((l >> 1) >> (63u - a))) & below) | ((l << a) & within);
+}
+
+#if HCOMM_ZFP_CLONES
+// Decodes `batches` x 8 float blocks of 12 <= maxbits <= 32 bits (rates 3..8; block l of
+// batch b at stream bit p0 + (8b + l) maxbits) into v, in AVX2 intrinsics with 8 blocks in
+// the 32-bit lanes of one register. The same decoding as decode_batch_f32, arranged so that
+// every step costs the same in every lane: after the run of empty planes (one tzcnt), each
+// step decodes one plane of every lane through dec_table32 (one vpgatherdd), also planes with
+// all four coefficients significant (raw 4-bit planes) and budget ends inside a plane; a lane
+// that is done reads r = 0 bits and decodes nothing. Plane nibbles are collected relative to
+// the lane's first plane (step t -> nibble t: every step of a live lane is one plane), so
+// their position is a compile-time shift, and moved to their absolute planes at the end. The
+// budget is at most 23 bits, so at most 23 steps, and a batch stops as soon as every lane is
+// done. (Called from the AVX2 variant of decode_group_kernel only.)
+#define HCOMM_ZFP_AVX2_FN __attribute__((target("avx2,bmi2,lzcnt"), always_inline)) inline
+// One plane of every lane; T = the step's nibble in its accumulator word.
+template <int T>
+HCOMM_ZFP_AVX2_FN void narrow_step(__m256i rest, __m256i vbudget, const int* table, __m256i& pos, __m256i& j,
+                                   __m256i& n, __m256i& acc) {
+  // r = bits left to the lane (0 once its budget is spent or all 32 planes are done), at most 7
+  const __m256i live = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(32), j),
+                                        _mm256_cmpgt_epi32(_mm256_set1_epi32(4), n));
+  const __m256i left = _mm256_and_si256(_mm256_sub_epi32(vbudget, pos), live);
+  const __m256i r = _mm256_min_epu32(left, _mm256_set1_epi32(7));
+  const __m256i s = _mm256_and_si256(_mm256_srlv_epi32(rest, pos), _mm256_set1_epi32(127));
+  const __m256i idx = _mm256_add_epi32(_mm256_slli_epi32(_mm256_add_epi32(_mm256_slli_epi32(n, 3), r), 7), s);
+  const __m256i c = _mm256_i32gather_epi32(table, idx, 4);  // x | len << 4 | n' << 8
+  pos = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(c, 4), _mm256_set1_epi32(15)));
+  n = _mm256_srli_epi32(c, 8);
+  j = _mm256_sub_epi32(j, _mm256_cmpgt_epi32(r, _mm256_setzero_si256()));  // +1 where r > 0
+  acc = _mm256_or_si256(acc, _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(15)), 4 * T));
+}
+// Whether any lane has budget and planes left with fewer than 4 coefficients significant.
+HCOMM_ZFP_AVX2_FN bool narrow_busy(__m256i pos, __m256i j, __m256i n, __m256i vbudget) {
+  const __m256i more = _mm256_and_si256(_mm256_cmpgt_epi32(vbudget, pos), _mm256_cmpgt_epi32(_mm256_set1_epi32(32), j));
+  return _mm256_movemask_epi8(_mm256_and_si256(more, _mm256_cmpgt_epi32(_mm256_set1_epi32(4), n))) != 0;
+}
+// Bits 2i -> bit i of each 32-bit lane.
+HCOMM_ZFP_AVX2_FN __m256i even_bits_avx2(__m256i x) {
+  x = _mm256_and_si256(x, _mm256_set1_epi32(0x55555555));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 1)), _mm256_set1_epi32(0x33333333));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 2)), _mm256_set1_epi32(0x0F0F0F0F));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 4)), _mm256_set1_epi32(0x00FF00FF));
+  return _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 8)), _mm256_set1_epi32(0x0000FFFF));
+}
+__attribute__((target("avx2,bmi2,lzcnt"))) inline void decode_batches_f32_narrow(const word_reader& rd, std::size_t p0,
+                                                                                 unsigned maxbits,
+                                                                                 std::size_t batches, float* v) {
+  const unsigned budget = maxbits - 9;  // bits after the block header (1 + 8 exponent bits)
+  const __m256i vbudget = _mm256_set1_epi32(static_cast<int>(budget));
+  const __m256i vone = _mm256_set1_epi32(1);
+  const int* table = reinterpret_cast<const int*>(dec_table32.v);
+  const bool aligned32 = maxbits == 32 && (p0 & 31u) == 0;  // rate 8: one load per batch
+  for (std::size_t b = 0; b < batches; ++b, p0 += batch_lanes * maxbits, v += 4 * batch_lanes) {
+    __m256i words;
+    if (aligned32) {
+      words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rd.base + p0 / 8));
+    } else {
+      alignas(32) std::uint32_t w[batch_lanes];
+      for (int l = 0; l < batch_lanes; ++l)
+        w[l] = static_cast<std::uint32_t>(rd.peek(p0 + static_cast<std::size_t>(l) * maxbits) & low_mask(maxbits));
+      words = _mm256_load_si256(reinterpret_cast<const __m256i*>(w));
     }
-    inv_lift(q[0], q[1], q[2], q[3]);
-    // 2^(e - 157) as two normal factors (the same result: the product of q and the first is a
-    // float times a power of 2 that neither overflows nor underflows, so it is exact).
-    const int e = static_cast<int>(bits[l] >> 1) & 0xff;
-    const int sa = (e - 157) >> 1, sb = (e - 157) - sa;
-    const float fa = from_bits<float>(static_cast<std::uint32_t>(sa + Tr::ebias) << Tr::mbits);
-    // libzfp's scale 2^(e - 157) is 0 below the smallest subnormal (e < 8), and so is ours.
-    const float fb = from_bits<float>((static_cast<std::uint32_t>(sb + Tr::ebias) << Tr::mbits) &
-                                      (0u - static_cast<std::uint32_t>(e >= 8)));
-    const std::uint32_t keep = 0u - static_cast<std::uint32_t>(bits[l] & 1u);  // zero block: +0
-    for (int i = 0; i < 4; ++i) v[4 * l + i] = from_bits<float>(to_bits(static_cast<float>(q[i]) * fa * fb) & keep);
+    const __m256i rest = _mm256_srli_epi32(words, 9);  // the budget's bits (0 above it)
+    // z = empty planes before the first group test 1 (at most the budget): the exponent of
+    // the lowest set bit of rest | 2^budget, converted to float (exact below 2^24).
+    const __m256i guard = _mm256_or_si256(rest, _mm256_sllv_epi32(vone, vbudget));
+    const __m256i low = _mm256_and_si256(guard, _mm256_sub_epi32(_mm256_setzero_si256(), guard));
+    const __m256i z = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(low)), 23),
+                                       _mm256_set1_epi32(127));
+    const __m256i zero = _mm256_setzero_si256();
+    __m256i pos = z, j = z, n = zero, first = zero;
+    // The first plane with a set bit (afterwards n >= 1), into its own nibble.
+    narrow_step<0>(rest, vbudget, table, pos, j, n, first);
+    // If only coefficient 0 is significant, a run of 2-bit planes follows (its bit, then a 0
+    // group test) up to the plane whose group test is 1: decoded in bulk into c0b, the bits of
+    // coefficient 0 from plane 31 - j0 down (as decode_batch_f32 does).
+    const __m256i j0 = j;
+    const __m256i sbits = _mm256_srlv_epi32(rest, pos);
+    const __m256i room = _mm256_sub_epi32(vbudget, pos);  // >= 0
+    const __m256i tests = _mm256_or_si256(even_bits_avx2(_mm256_srli_epi32(sbits, 1)), _mm256_set1_epi32(1 << 16));
+    const __m256i tlow = _mm256_and_si256(tests, _mm256_sub_epi32(zero, tests));
+    __m256i run = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(tlow)), 23),
+                                   _mm256_set1_epi32(127));
+    run = _mm256_min_epu32(run, _mm256_srli_epi32(room, 1));
+    run = _mm256_min_epu32(run, _mm256_sub_epi32(_mm256_set1_epi32(32), j));
+    run = _mm256_and_si256(run, _mm256_cmpeq_epi32(n, vone));
+    const __m256i c0b = _mm256_and_si256(even_bits_avx2(sbits), _mm256_sub_epi32(_mm256_sllv_epi32(vone, run), vone));
+    pos = _mm256_add_epi32(pos, _mm256_add_epi32(run, run));
+    j = _mm256_add_epi32(j, run);
+    const __m256i base = j;
+    // Then one plane per step while fewer than 4 are significant; step t -> nibble t of acc.
+    __m256i acc[3] = {zero, zero, zero};
+    for (int t0 = 0; t0 < 24 && narrow_busy(pos, j, n, vbudget); t0 += 8) {
+      __m256i& a = acc[t0 >> 3];
+      narrow_step<0>(rest, vbudget, table, pos, j, n, a);
+      narrow_step<1>(rest, vbudget, table, pos, j, n, a);
+      narrow_step<2>(rest, vbudget, table, pos, j, n, a);
+      narrow_step<3>(rest, vbudget, table, pos, j, n, a);
+      if (!narrow_busy(pos, j, n, vbudget)) break;
+      narrow_step<4>(rest, vbudget, table, pos, j, n, a);
+      narrow_step<5>(rest, vbudget, table, pos, j, n, a);
+      narrow_step<6>(rest, vbudget, table, pos, j, n, a);
+      narrow_step<7>(rest, vbudget, table, pos, j, n, a);
+    }
+    // Once all four are significant, the rest of the budget is raw 4-bit planes from plane
+    // 31 - j on (bits past the budget are 0 in rest; planes past plane 0 fall off the end).
+    const __m256i raw_ok = _mm256_and_si256(_mm256_cmpeq_epi32(n, _mm256_set1_epi32(4)),
+                                            _mm256_cmpgt_epi32(_mm256_set1_epi32(32), j));
+    const __m256i raw = _mm256_and_si256(_mm256_srlv_epi32(rest, pos), raw_ok);
+    alignas(32) std::uint32_t zl[batch_lanes], fl[batch_lanes], j0l[batch_lanes], c0l[batch_lanes],  // per lane
+        bl[batch_lanes], a0[batch_lanes], a1[batch_lanes], a2[batch_lanes], rl[batch_lanes], jl[batch_lanes],
+        wl[batch_lanes];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(zl), z);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(fl), first);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(j0l), j0);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(c0l), c0b);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(bl), base);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(a0), acc[0]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(a1), acc[1]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(a2), acc[2]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(rl), raw);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(jl), j);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(wl), words);
+    u64 bits[batch_lanes], ns0[batch_lanes], ns1[batch_lanes];
+    std::uint32_t c0[batch_lanes];
+    for (int l = 0; l < batch_lanes; ++l) {  // nibbles to their planes: nibble j = plane 31 - j
+      u64 lo = 0, hi = 0;
+      or_shl128(fl[l], 0, 4 * zl[l], lo, hi);
+      or_shl128(a0[l] | static_cast<u64>(a1[l]) << 32, a2[l], 4 * bl[l], lo, hi);
+      or_shl128(rl[l], 0, 4 * jl[l], lo, hi);
+      ns0[l] = lo;
+      ns1[l] = hi;
+      c0[l] = bitrev32(c0l[l]) >> (j0l[l] & 31u);
+      bits[l] = wl[l];
+    }
+    finish_batch_f32(bits, ns0, ns1, c0, v);
   }
 }
+#endif
 
 // ---- groups of 64 blocks ------------------------------------------------------------------
 inline constexpr std::size_t group_blocks = 64;
@@ -1107,6 +1268,14 @@ struct decode_group_kernel {
     std::size_t p = g * group_blocks * maxbits;
     std::size_t b = 0;
     if constexpr (Batch && std::is_same_v<T, float>) {
+#if HCOMM_ZFP_CLONES
+      if (maxbits >= 12 && maxbits <= 32) {  // whole batches of 8 blocks
+        const std::size_t batches = nvals / (4 * batch_lanes);
+        decode_batches_f32_narrow(rd, p, maxbits, batches, out + first);
+        b = batches * batch_lanes;
+        p += b * maxbits;
+      }
+#endif
       if (maxbits <= 64)
         for (; 4 * (b + batch_lanes) <= nvals; b += batch_lanes, p += batch_lanes * maxbits)  // whole blocks only
           decode_batch_f32(rd, p, maxbits, out + first + 4 * b);
