@@ -1012,6 +1012,162 @@ HCOMM_ZFP_INLINE void or_shl128(u64 l, u64 h, unsigned sh, u64& lo, u64& hi) {
 }
 
 #if HCOMM_ZFP_CLONES
+#define HCOMM_ZFP_AVX2_FN __attribute__((target("avx2,bmi2,lzcnt"), always_inline)) inline
+// Bit sh of u[i] -> bit i, lane-wise (one bit plane of 8 blocks).
+HCOMM_ZFP_AVX2_FN __m256i plane_bits_avx2(const __m256i* u, __m256i sh) {
+  const __m256i o = _mm256_set1_epi32(1);
+  __m256i r = _mm256_and_si256(_mm256_srlv_epi32(u[0], sh), o);
+  r = _mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(u[1], sh), o), 1));
+  r = _mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(u[2], sh), o), 2));
+  return _mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(u[3], sh), o), 3));
+}
+// Bit 31 - T of g[i] -> bit 4T + i (plane k - T of a window whose plane k is at bit 31).
+template <int T>
+HCOMM_ZFP_AVX2_FN __m256i window_nibble_avx2(const __m256i* g) {
+  const __m256i o = _mm256_set1_epi32(1);
+  __m256i r = _mm256_setzero_si256();
+  for (int i = 0; i < 4; ++i)
+    r = _mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(g[i], 31 - T), o), 4 * T + i));
+  return r;
+}
+
+// Encodes 8 float blocks (v[0..31], finite) of 12 <= maxbits <= 32 bits (rates 3..8) into
+// bits[0..7]: encode_batch_f32 in AVX2 intrinsics with the 8 blocks in the 32-bit lanes of
+// one register (a block of at most 32 bits is built in one 32-bit lane; shifts by 32 or more
+// give 0 there, which is what the budget cut wants). Same bits as encode_batch_f32, step for
+// step; the comments there say why each step is what it is. (AVX2 variant only.)
+__attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(const float* v, unsigned maxbits,
+                                                                               u64* bits) {
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  const __m256i stride = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  __m256 x[4];
+  for (int i = 0; i < 4; ++i) x[i] = _mm256_i32gather_ps(v + i, stride, 4);
+  const __m256i absmask = _mm256_set1_epi32(0x7fffffff);
+  __m256i amax = zero;
+  for (int i = 0; i < 4; ++i) amax = _mm256_max_epi32(amax, _mm256_and_si256(_mm256_castps_si256(x[i]), absmask));
+  const __m256i e = _mm256_add_epi32(_mm256_srli_epi32(amax, 23), one);
+  const __m256i sexp = _mm256_sub_epi32(_mm256_set1_epi32(157), e);  // 30 - (e - 127)
+  const __m256i ebias = _mm256_set1_epi32(127);
+  const __m256i tiny = _mm256_cmpgt_epi32(sexp, ebias);
+  const __m256 sc = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_min_epi32(sexp, ebias), ebias), 23));
+  const __m256i intmin = _mm256_set1_epi32(INT_MIN);
+  __m256i q[4];
+  for (int i = 0; i < 4; ++i)
+    q[i] = _mm256_blendv_epi8(_mm256_cvttps_epi32(_mm256_mul_ps(x[i], sc)), intmin, tiny);
+  // fwd_lift, lane-wise (wrapping adds, arithmetic shifts)
+  {
+    __m256i &a = q[0], &b = q[1], &c = q[2], &d = q[3];
+    a = _mm256_srai_epi32(_mm256_add_epi32(a, d), 1); d = _mm256_sub_epi32(d, a);
+    c = _mm256_srai_epi32(_mm256_add_epi32(c, b), 1); b = _mm256_sub_epi32(b, c);
+    a = _mm256_srai_epi32(_mm256_add_epi32(a, c), 1); c = _mm256_sub_epi32(c, a);
+    d = _mm256_srai_epi32(_mm256_add_epi32(d, b), 1); b = _mm256_sub_epi32(b, d);
+    d = _mm256_add_epi32(d, _mm256_srai_epi32(b, 1)); b = _mm256_sub_epi32(b, _mm256_srai_epi32(d, 1));
+  }
+  const __m256i nb = _mm256_set1_epi32(static_cast<int>(0xaaaaaaaau));
+  __m256i u[4];
+  for (int i = 0; i < 4; ++i) u[i] = _mm256_xor_si256(_mm256_add_epi32(q[i], nb), nb);
+  // m[i]: top set plane of u[i] | ... | u[3] (0 when none): for y = s >> 1, 0 if y = 0, else
+  // floor(log2 y) + 1, from the float exponent of y with each bit that has a set bit above it
+  // cleared (no two adjacent bits set: rounding to 24 bits cannot carry into the next power).
+  __m256i sfx[4], m[4];
+  sfx[3] = u[3];
+  sfx[2] = _mm256_or_si256(u[2], sfx[3]);
+  sfx[1] = _mm256_or_si256(u[1], sfx[2]);
+  sfx[0] = _mm256_or_si256(u[0], sfx[1]);
+  for (int i = 0; i < 4; ++i) {
+    const __m256i y = _mm256_srli_epi32(sfx[i], 1);
+    const __m256i top = _mm256_andnot_si256(_mm256_srli_epi32(y, 1), y);
+    const __m256i ex = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(top)), 23);
+    m[i] = _mm256_max_epi32(_mm256_sub_epi32(ex, _mm256_set1_epi32(126)), zero);
+  }
+  const __m256i vmax = _mm256_set1_epi32(static_cast<int>(maxbits));
+  // header, then one 0 bit per empty plane above m[0]
+  __m256i out = _mm256_add_epi32(_mm256_add_epi32(e, e), one);
+  const __m256i left = _mm256_set1_epi32(static_cast<int>(maxbits - 9));
+  __m256i pos = _mm256_add_epi32(_mm256_set1_epi32(9), _mm256_min_epi32(_mm256_sub_epi32(_mm256_set1_epi32(31), m[0]), left));
+  const int* etab = reinterpret_cast<const int*>(enc_table32.v);
+  // The top plane m[0], then the run of 2-bit planes down to m[1] + 1 coded in bulk.
+  const __m256i k0 = m[0];
+  const __m256i code0 = _mm256_i32gather_epi32(etab, plane_bits_avx2(u, k0), 4);
+  const __m256i m1 = _mm256_blendv_epi8(_mm256_set1_epi32(-1), m[1], _mm256_xor_si256(_mm256_cmpeq_epi32(sfx[1], zero), _mm256_set1_epi32(-1)));
+  const __m256i run = _mm256_max_epi32(_mm256_sub_epi32(_mm256_sub_epi32(k0, m1), one), zero);
+  const __m256i jstart = _mm256_add_epi32(run, one);
+  const __m256i topbits = _mm256_andnot_si256(_mm256_cmpeq_epi32(k0, zero),
+                                              _mm256_sllv_epi32(u[0], _mm256_and_si256(_mm256_sub_epi32(_mm256_set1_epi32(32), k0), _mm256_set1_epi32(31))));
+  // bit reversal of each lane: bytes reversed, then the bits of each byte through a nibble table
+  const __m256i byterev = _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12, 3, 2, 1, 0, 7, 6, 5, 4, 11,
+                                           10, 9, 8, 15, 14, 13, 12);
+  const __m256i rev4 = _mm256_setr_epi8(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15, 0, 8, 4, 12, 2, 10, 6, 14, 1,
+                                        9, 5, 13, 3, 11, 7, 15);
+  const __m256i lo4 = _mm256_set1_epi8(0x0f);
+  const __m256i rb = _mm256_shuffle_epi8(topbits, byterev);
+  const __m256i rev = _mm256_or_si256(_mm256_slli_epi16(_mm256_shuffle_epi8(rev4, _mm256_and_si256(rb, lo4)), 4),
+                                      _mm256_shuffle_epi8(rev4, _mm256_and_si256(_mm256_srli_epi16(rb, 4), lo4)));
+  const __m256i below = _mm256_and_si256(rev, _mm256_sub_epi32(_mm256_sllv_epi32(one, run), one));  // run <= 31
+  {
+    const __m256i p = pos;
+    out = _mm256_or_si256(out, _mm256_sllv_epi32(_mm256_and_si256(code0, _mm256_set1_epi32(0x7f)), p));
+    const __m256i p2 = _mm256_add_epi32(p, _mm256_and_si256(_mm256_srli_epi32(code0, 8), _mm256_set1_epi32(15)));
+    // spread2 of the low 16 bits (only bits below 32 - p2 <= 23 of the run survive)
+    __m256i rbits = _mm256_and_si256(below, _mm256_set1_epi32(0xffff));
+    rbits = _mm256_and_si256(_mm256_or_si256(rbits, _mm256_slli_epi32(rbits, 8)), _mm256_set1_epi32(0x00ff00ff));
+    rbits = _mm256_and_si256(_mm256_or_si256(rbits, _mm256_slli_epi32(rbits, 4)), _mm256_set1_epi32(0x0f0f0f0f));
+    rbits = _mm256_and_si256(_mm256_or_si256(rbits, _mm256_slli_epi32(rbits, 2)), _mm256_set1_epi32(0x33333333));
+    rbits = _mm256_and_si256(_mm256_or_si256(rbits, _mm256_slli_epi32(rbits, 1)), _mm256_set1_epi32(0x55555555));
+    const __m256i room = _mm256_max_epi32(_mm256_sub_epi32(vmax, p2), zero);
+    const __m256i want = _mm256_add_epi32(run, run);
+    out = _mm256_or_si256(out, _mm256_sllv_epi32(rbits, p2));
+    pos = _mm256_add_epi32(p2, _mm256_min_epi32(want, room));
+  }
+  // The other planes with fewer than 4 significant, one per step through the table, up to
+  // plane j4 = m[0] - m[3] + 1 (all when u[3] = 0).
+  const __m256i u3zero = _mm256_cmpeq_epi32(u[3], zero);
+  const __m256i j4 = _mm256_add_epi32(_mm256_sub_epi32(m[0], _mm256_andnot_si256(u3zero, m[3])), one);
+  const int budget = static_cast<int>(maxbits) - 9;
+  const int tmax = budget / 2 + 2 < 32 ? budget / 2 + 2 : 32;
+  for (int t0 = 0; t0 < tmax; t0 += 4) {
+    for (int t = t0; t < t0 + 4; ++t) {
+      const __m256i j = _mm256_add_epi32(jstart, _mm256_set1_epi32(t));
+      const __m256i k = _mm256_sub_epi32(m[0], j);
+      const __m256i sh = _mm256_max_epi32(k, zero);
+      const __m256i xb = plane_bits_avx2(u, sh);
+      // n = number of m[i] > k (cmpgt gives -1 per true)
+      const __m256i nneg = _mm256_add_epi32(_mm256_add_epi32(_mm256_cmpgt_epi32(m[0], k), _mm256_cmpgt_epi32(m[1], k)),
+                                            _mm256_add_epi32(_mm256_cmpgt_epi32(m[2], k), _mm256_cmpgt_epi32(m[3], k)));
+      const __m256i idx = _mm256_add_epi32(_mm256_slli_epi32(_mm256_sub_epi32(zero, nneg), 4), xb);
+      const __m256i code = _mm256_i32gather_epi32(etab, idx, 4);
+      const __m256i keep = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero, k), _mm256_cmpgt_epi32(j4, j));
+      const __m256i c = _mm256_and_si256(code, keep);
+      out = _mm256_or_si256(out, _mm256_sllv_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x7f)), pos));
+      pos = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(c, 8), _mm256_set1_epi32(15)));
+    }
+    const __m256i busy = _mm256_and_si256(_mm256_cmpgt_epi32(vmax, pos),
+                                          _mm256_cmpgt_epi32(j4, _mm256_add_epi32(jstart, _mm256_set1_epi32(t0 + 4))));
+    if (_mm256_movemask_epi8(busy) == 0) break;
+  }
+  // From plane m[3] - 1 down all four are significant: each plane is its 4 bits verbatim. At
+  // least 13 bits precede this window (9 of header and at least 4 for the top plane: a group
+  // test and three 0s when only coefficient 3 is set there), so at most 19 are left: 5 planes
+  // from k = m[0] - j4 down.
+  {
+    const __m256i k = _mm256_sub_epi32(m[0], j4);
+    const __m256i sh = _mm256_sub_epi32(_mm256_set1_epi32(31), _mm256_max_epi32(k, zero));
+    __m256i g[4];
+    for (int i = 0; i < 4; ++i) g[i] = _mm256_sllv_epi32(u[i], sh);  // plane k at bit 31
+    const __m256i w = _mm256_or_si256(
+        _mm256_or_si256(_mm256_or_si256(window_nibble_avx2<0>(g), window_nibble_avx2<1>(g)),
+                        _mm256_or_si256(window_nibble_avx2<2>(g), window_nibble_avx2<3>(g))),
+        window_nibble_avx2<4>(g));
+    const __m256i ok = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero, k), _mm256_cmpgt_epi32(vmax, pos));
+    out = _mm256_or_si256(out, _mm256_and_si256(_mm256_sllv_epi32(w, pos), ok));
+  }
+  const __m256i mask = maxbits >= 32 ? _mm256_set1_epi32(-1) : _mm256_set1_epi32(static_cast<int>((1u << maxbits) - 1));
+  out = _mm256_and_si256(_mm256_and_si256(out, mask), _mm256_xor_si256(_mm256_cmpeq_epi32(amax, zero), _mm256_set1_epi32(-1)));
+  alignas(32) std::uint32_t o[batch_lanes];
+  _mm256_store_si256(reinterpret_cast<__m256i*>(o), out);
+  for (int l = 0; l < batch_lanes; ++l) bits[l] = o[l];
+}
+
 // Decodes `batches` x 8 float blocks of 12 <= maxbits <= 32 bits (rates 3..8; block l of
 // batch b at stream bit p0 + (8b + l) maxbits) into v, in AVX2 intrinsics with 8 blocks in
 // the 32-bit lanes of one register. The same decoding as decode_batch_f32, arranged so that
@@ -1023,7 +1179,6 @@ HCOMM_ZFP_INLINE void or_shl128(u64 l, u64 h, unsigned sh, u64& lo, u64& hi) {
 // their position is a compile-time shift, and moved to their absolute planes at the end. The
 // budget is at most 23 bits, so at most 23 steps, and a batch stops as soon as every lane is
 // done. (Called from the AVX2 variant of decode_group_kernel only.)
-#define HCOMM_ZFP_AVX2_FN __attribute__((target("avx2,bmi2,lzcnt"), always_inline)) inline
 // One plane of every lane; T = the step's nibble in its accumulator word.
 template <int T>
 HCOMM_ZFP_AVX2_FN void narrow_step(__m256i rest, __m256i vbudget, const int* table, __m256i& pos, __m256i& j,
@@ -1202,7 +1357,11 @@ struct encode_group_kernel {
           }
           if (big < traits<float>::expmask) {
             u64 bits[batch_lanes];
-            encode_batch_f32(p, maxbits, bits);
+#if HCOMM_ZFP_CLONES
+            if (maxbits >= 12 && maxbits <= 32) encode_batch_f32_narrow(p, maxbits, bits);
+            else
+#endif
+              encode_batch_f32(p, maxbits, bits);
             for (int l = 0; l < batch_lanes; ++l) wr.put(bits[l], maxbits);
             b += batch_lanes - 1;
             continue;
