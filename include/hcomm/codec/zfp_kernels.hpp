@@ -15,7 +15,9 @@
 // through batch coders that handle 8 blocks at once as loops over lanes without data-
 // dependent branches: the host compiler vectorises them (AVX2 variant chosen at run time)
 // and they are 2-3x faster than the block-at-a-time coders, which remain for doubles, wider
-// blocks, partial groups and blocks with NaN/Inf.
+// blocks, partial groups and blocks with NaN/Inf. In the AVX2 variant, float blocks of at
+// most 32 bits (rates 3..8) go through intrinsics versions of the batch coders instead
+// (encode_batch_f32_narrow, decode_batches_f32_narrow: 8 blocks in 32-bit lanes).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -43,8 +45,9 @@
 // AVX2 (+BMI2, LZCNT), from the same C++ body, and pick at run time. Only the AVX2 variant
 // uses the batch coders below (written so that the compiler vectorises them across 8 blocks,
 // which needs AVX2's variable shifts and gathers; without them they are slower than the
-// block-at-a-time coders, which the baseline variant, CUDA and other hosts use). The bytes
-// are the same (libzfp's) either way. Define HCOMM_ZFP_NO_CLONES to build the baseline only.
+// block-at-a-time coders, which the baseline variant, CUDA and other hosts use) and their
+// intrinsics versions for blocks of at most 32 bits. The bytes are the same (libzfp's) either
+// way. Define HCOMM_ZFP_NO_CLONES to build the baseline only.
 #if !defined(__CUDACC__) && !defined(HCOMM_ZFP_NO_CLONES) && defined(__x86_64__) && \
     (defined(__GNUC__) || defined(__clang__))
 #define HCOMM_ZFP_CLONES 1
@@ -910,7 +913,7 @@ HCOMM_ZFP_INLINE void decode_plane_step(u64 bits, unsigned maxbits, unsigned& po
 }
 
 // The end of a batch decode: 8 blocks' bit planes -> values. bits[l] = block l (for its
-// header), ns0/ns1[l] = nibble j of planes 0..15 / 16..31 (nibble j = plane 31 - j, bit i =
+// header), ns0/ns1[l] = nibbles j = 0..15 / 16..31 (nibble j = plane 31 - j, bit i =
 // coefficient i), c0[l] = bits of coefficient 0 decoded in bulk (or 0).
 HCOMM_ZFP_INLINE void finish_batch_f32(const u64* bits, const u64* ns0, const u64* ns1, const std::uint32_t* c0,
                                        float* v) {
@@ -1003,6 +1006,7 @@ HCOMM_ZFP_INLINE void decode_batch_f32(const word_reader& rd, std::size_t p0, un
   finish_batch_f32(bits, ns0, ns1, c0, v);
 }
 
+#if HCOMM_ZFP_CLONES
 // (hi:lo) |= (h:l) << sh for 0 <= sh (nothing from sh >= 128), without a branch.
 HCOMM_ZFP_INLINE void or_shl128(u64 l, u64 h, unsigned sh, u64& lo, u64& hi) {
   const unsigned a = sh & 63u;
@@ -1011,7 +1015,6 @@ HCOMM_ZFP_INLINE void or_shl128(u64 l, u64 h, unsigned sh, u64& lo, u64& hi) {
   hi |= (((h << a) | ((l >> 1) >> (63u - a))) & below) | ((l << a) & within);
 }
 
-#if HCOMM_ZFP_CLONES
 #define HCOMM_ZFP_AVX2_FN __attribute__((target("avx2,bmi2,lzcnt"), always_inline)) inline
 // Bit sh of u[i] -> bit i, lane-wise (one bit plane of 8 blocks).
 HCOMM_ZFP_AVX2_FN __m256i plane_bits_avx2(const __m256i* u, __m256i sh) {
@@ -1171,19 +1174,22 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(c
 // Decodes `batches` x 8 float blocks of 12 <= maxbits <= 32 bits (rates 3..8; block l of
 // batch b at stream bit p0 + (8b + l) maxbits) into v, in AVX2 intrinsics with 8 blocks in
 // the 32-bit lanes of one register. The same decoding as decode_batch_f32, arranged so that
-// every step costs the same in every lane: after the run of empty planes (one tzcnt), each
-// step decodes one plane of every lane through dec_table32 (one vpgatherdd), also planes with
-// all four coefficients significant (raw 4-bit planes) and budget ends inside a plane; a lane
-// that is done reads r = 0 bits and decodes nothing. Plane nibbles are collected relative to
-// the lane's first plane (step t -> nibble t: every step of a live lane is one plane), so
-// their position is a compile-time shift, and moved to their absolute planes at the end. The
-// budget is at most 23 bits, so at most 23 steps, and a batch stops as soon as every lane is
-// done. (Called from the AVX2 variant of decode_group_kernel only.)
+// every step costs the same in every lane: after the run of empty planes (counted through a
+// float conversion of the lowest set bit), the first plane and the bulk run of 2-bit planes
+// while only coefficient 0 is significant, each step decodes one plane of every lane through
+// dec_table32 (one vpgatherdd), budget ends inside a plane included; a lane that is done (or
+// has all four significant) reads r = 0 bits and decodes nothing. The raw 4-bit planes after
+// all four are significant are placed in bulk at the end. Plane nibbles of the steps are
+// collected relative to the lane's first stepped plane (step t -> nibble t: every step of a
+// live lane is one plane), so their position is a compile-time shift, and moved to their
+// absolute planes at the end. The budget is at most 23 bits, so at most 23 steps, and a batch
+// stops as soon as every lane is done. (Called from the AVX2 variant of decode_group_kernel only.)
 // One plane of every lane; T = the step's nibble in its accumulator word.
 template <int T>
 HCOMM_ZFP_AVX2_FN void narrow_step(__m256i rest, __m256i vbudget, const int* table, __m256i& pos, __m256i& j,
                                    __m256i& n, __m256i& acc) {
-  // r = bits left to the lane (0 once its budget is spent or all 32 planes are done), at most 7
+  // r = bits left to the lane (0 once its budget is spent, all 32 planes are done or all four
+  // coefficients are significant), at most 7
   const __m256i live = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(32), j),
                                         _mm256_cmpgt_epi32(_mm256_set1_epi32(4), n));
   const __m256i left = _mm256_and_si256(_mm256_sub_epi32(vbudget, pos), live);
@@ -1303,6 +1309,7 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void decode_batches_f32_narrow
     finish_batch_f32(bits, ns0, ns1, c0, v);
   }
 }
+#undef HCOMM_ZFP_AVX2_FN
 #endif
 
 // ---- groups of 64 blocks ------------------------------------------------------------------
