@@ -91,6 +91,7 @@ class request {
       } catch (const error& e) {
         err.record(e, who + " segment " + std::to_string(k));
         if (e.code() != errc::corrupt_frame) {  // the protocol diverged: stop waiting
+          cx.keep_comm_alive();  // (the sender's remaining frames stay unmatched)
           for (std::size_t j = k + 1; j < reqs_.size(); ++j) {
             MPI_Cancel(&reqs_[j]);
             MPI_Wait(&reqs_[j], MPI_STATUS_IGNORE);

@@ -58,6 +58,8 @@ class owned_comm {
     if (c_ != MPI_COMM_NULL && !finalized()) MPI_Comm_free(&c_);
     c_ = MPI_COMM_NULL;
   }
+  // Forgets the communicator without freeing it (see algorithm::context::keep_comm_alive).
+  void leak() noexcept { c_ = MPI_COMM_NULL; }
 
  private:
   MPI_Comm c_ = MPI_COMM_NULL;
