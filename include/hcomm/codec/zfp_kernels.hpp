@@ -884,6 +884,20 @@ constexpr dec_table32_t make_dec_table32() {
   return t;
 }
 inline constexpr dec_table32_t dec_table32 = make_dec_table32();
+// The same planes for the AVX2 decoder (decode_batches_f32_narrow), laid out so that its
+// steps collect each coefficient's bits in a byte of their own: bit i of x at bit 8i, then
+// len << 1 | n' << 4 (len <= 7, n' <= 4).
+constexpr dec_table32_t make_dec_table32_spread() {
+  dec_table32_t t{};
+  for (unsigned i = 0; i < 5 * 8 * 128; ++i) {
+    const std::uint32_t c = dec_plane_cut(i / 1024, i % 128, (i / 128) % 8);
+    const std::uint32_t x = c & 15u;
+    const std::uint32_t spread = (x & 1u) | (x & 2u) << 7 | (x & 4u) << 14 | (x & 8u) << 21;
+    t.v[i] = spread | ((c >> 4) & 15u) << 1 | (c >> 8) << 4;
+  }
+  return t;
+}
+inline constexpr dec_table32_t dec_table32_spread = make_dec_table32_spread();
 
 // One plane of one lane of decode_batch_f32: bits = the block, pos = next bit, n = significant
 // coefficients, j = planes done (plane 31 - j is next), ns0/ns1 = nibble j of planes 0..15
@@ -1171,20 +1185,8 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(c
   for (int l = 0; l < batch_lanes; ++l) bits[l] = o[l];
 }
 
-// Decodes `batches` x 8 float blocks of 12 <= maxbits <= 32 bits (rates 3..8; block l of
-// batch b at stream bit p0 + (8b + l) maxbits) into v, in AVX2 intrinsics with 8 blocks in
-// the 32-bit lanes of one register. The same decoding as decode_batch_f32, arranged so that
-// every step costs the same in every lane: after the run of empty planes (counted through a
-// float conversion of the lowest set bit), the first plane and the bulk run of 2-bit planes
-// while only coefficient 0 is significant, each step decodes one plane of every lane through
-// dec_table32 (one vpgatherdd), budget ends inside a plane included; a lane that is done (or
-// has all four significant) reads r = 0 bits and decodes nothing. The raw 4-bit planes after
-// all four are significant are placed in bulk at the end. Plane nibbles of the steps are
-// collected relative to the lane's first stepped plane (step t -> nibble t: every step of a
-// live lane is one plane), so their position is a compile-time shift, and moved to their
-// absolute planes at the end. The budget is at most 23 bits, so at most 23 steps, and a batch
-// stops as soon as every lane is done. (Called from the AVX2 variant of decode_group_kernel only.)
-// One plane of every lane; T = the step's nibble in its accumulator word.
+// One plane of every lane (dec_table32_spread): the plane's bit of coefficient i goes to bit
+// 7 - T of byte i of acc (step T of the 8 that acc collects; the earliest plane highest).
 template <int T>
 HCOMM_ZFP_AVX2_FN void narrow_step(__m256i rest, __m256i vbudget, const int* table, __m256i& pos, __m256i& j,
                                    __m256i& n, __m256i& acc) {
@@ -1196,11 +1198,11 @@ HCOMM_ZFP_AVX2_FN void narrow_step(__m256i rest, __m256i vbudget, const int* tab
   const __m256i r = _mm256_min_epu32(left, _mm256_set1_epi32(7));
   const __m256i s = _mm256_and_si256(_mm256_srlv_epi32(rest, pos), _mm256_set1_epi32(127));
   const __m256i idx = _mm256_add_epi32(_mm256_slli_epi32(_mm256_add_epi32(_mm256_slli_epi32(n, 3), r), 7), s);
-  const __m256i c = _mm256_i32gather_epi32(table, idx, 4);  // x | len << 4 | n' << 8
-  pos = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(c, 4), _mm256_set1_epi32(15)));
-  n = _mm256_srli_epi32(c, 8);
+  const __m256i c = _mm256_i32gather_epi32(table, idx, 4);  // spread x | len << 1 | n' << 4
+  pos = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(c, 1), _mm256_set1_epi32(7)));
+  n = _mm256_and_si256(_mm256_srli_epi32(c, 4), _mm256_set1_epi32(7));
   j = _mm256_sub_epi32(j, _mm256_cmpgt_epi32(r, _mm256_setzero_si256()));  // +1 where r > 0
-  acc = _mm256_or_si256(acc, _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(15)), 4 * T));
+  acc = _mm256_or_si256(acc, _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x01010101)), 7 - T));
 }
 // Whether any lane has budget and planes left with fewer than 4 coefficients significant.
 HCOMM_ZFP_AVX2_FN bool narrow_busy(__m256i pos, __m256i j, __m256i n, __m256i vbudget) {
@@ -1215,99 +1217,239 @@ HCOMM_ZFP_AVX2_FN __m256i even_bits_avx2(__m256i x) {
   x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 4)), _mm256_set1_epi32(0x00FF00FF));
   return _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 8)), _mm256_set1_epi32(0x0000FFFF));
 }
+// One batch's decoding state in decode_batches_f32_narrow (8 blocks, one per 32-bit lane).
+struct narrow_batch {
+  __m256i words, rest, z, pos, j, n, first, j0, c0b, base, acc[3];
+};
+// The batch's 8 blocks of maxbits bits (block l at stream bit p0 + l maxbits), one per lane.
+HCOMM_ZFP_AVX2_FN __m256i narrow_load(const word_reader& rd, std::size_t p0, unsigned maxbits, bool aligned32) {
+  if (aligned32) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rd.base + p0 / 8));
+  alignas(32) std::uint32_t w[batch_lanes];
+  for (int l = 0; l < batch_lanes; ++l)
+    w[l] = static_cast<std::uint32_t>(rd.peek(p0 + static_cast<std::size_t>(l) * maxbits) & low_mask(maxbits));
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(w));
+}
+// Up to the stepped planes: the run of empty planes, the first plane with a set bit and the
+// bulk run of 2-bit planes while only coefficient 0 is significant.
+HCOMM_ZFP_AVX2_FN void narrow_begin(narrow_batch& s, __m256i words, __m256i vbudget, const int* table) {
+  const __m256i zero = _mm256_setzero_si256(), vone = _mm256_set1_epi32(1);
+  s.words = words;
+  s.rest = _mm256_srli_epi32(words, 9);  // the budget's bits (0 above it)
+  // z = empty planes before the first group test 1 (at most the budget): the exponent of
+  // the lowest set bit of rest | 2^budget, converted to float (exact below 2^24).
+  const __m256i guard = _mm256_or_si256(s.rest, _mm256_sllv_epi32(vone, vbudget));
+  const __m256i low = _mm256_and_si256(guard, _mm256_sub_epi32(zero, guard));
+  s.z = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(low)), 23), _mm256_set1_epi32(127));
+  s.pos = s.z;
+  s.j = s.z;
+  s.n = zero;
+  s.first = zero;
+  // The first plane with a set bit (afterwards n >= 1), into its own nibble.
+  narrow_step<0>(s.rest, vbudget, table, s.pos, s.j, s.n, s.first);
+  // If only coefficient 0 is significant, a run of 2-bit planes follows (its bit, then a 0
+  // group test) up to the plane whose group test is 1: decoded in bulk into c0b, the bits of
+  // coefficient 0 from plane 31 - j0 down (as decode_batch_f32 does).
+  s.j0 = s.j;
+  const __m256i sbits = _mm256_srlv_epi32(s.rest, s.pos);
+  const __m256i room = _mm256_sub_epi32(vbudget, s.pos);  // >= 0
+  const __m256i tests = _mm256_or_si256(even_bits_avx2(_mm256_srli_epi32(sbits, 1)), _mm256_set1_epi32(1 << 16));
+  const __m256i tlow = _mm256_and_si256(tests, _mm256_sub_epi32(zero, tests));
+  __m256i run = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(tlow)), 23),
+                                 _mm256_set1_epi32(127));
+  run = _mm256_min_epu32(run, _mm256_srli_epi32(room, 1));
+  run = _mm256_min_epu32(run, _mm256_sub_epi32(_mm256_set1_epi32(32), s.j));
+  run = _mm256_and_si256(run, _mm256_cmpeq_epi32(s.n, vone));
+  s.c0b = _mm256_and_si256(even_bits_avx2(sbits), _mm256_sub_epi32(_mm256_sllv_epi32(vone, run), vone));
+  s.pos = _mm256_add_epi32(s.pos, _mm256_add_epi32(run, run));
+  s.j = _mm256_add_epi32(s.j, run);
+  s.base = s.j;
+  s.acc[0] = s.acc[1] = s.acc[2] = zero;
+}
+// Steps T0..T0+3 (nibbles of accumulator A) of K batches, interleaved: each step is a chain
+// of dependent gathers, so K independent chains keep the gather unit busy.
+template <int K, int A, int T0>
+HCOMM_ZFP_AVX2_FN void narrow_steps4(narrow_batch* s, __m256i vbudget, const int* table) {
+  for (int q = 0; q < K; ++q) narrow_step<T0>(s[q].rest, vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
+  for (int q = 0; q < K; ++q) narrow_step<T0 + 1>(s[q].rest, vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
+  for (int q = 0; q < K; ++q) narrow_step<T0 + 2>(s[q].rest, vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
+  for (int q = 0; q < K; ++q) narrow_step<T0 + 3>(s[q].rest, vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
+}
+template <int K>
+HCOMM_ZFP_AVX2_FN bool narrow_any_busy(const narrow_batch* s, __m256i vbudget) {
+  bool busy = false;
+  for (int q = 0; q < K; ++q) busy |= narrow_busy(s[q].pos, s[q].j, s[q].n, vbudget);
+  return busy;
+}
+// pshufb mask: byte I of every 32-bit lane to byte To, the other bytes 0.
+template <int I, int To>
+HCOMM_ZFP_AVX2_FN __m256i byte_move(__m256i x) {
+  constexpr char z = -128;  // pshufb: a byte of 0
+  constexpr char a = static_cast<char>(I), b = static_cast<char>(4 + I), c = static_cast<char>(8 + I),
+                 d = static_cast<char>(12 + I);
+  const __m256i m = To == 3   ? _mm256_setr_epi8(z, z, z, a, z, z, z, b, z, z, z, c, z, z, z, d,  //
+                                                 z, z, z, a, z, z, z, b, z, z, z, c, z, z, z, d)
+                    : To == 2 ? _mm256_setr_epi8(z, z, a, z, z, z, b, z, z, z, c, z, z, z, d, z,  //
+                                                 z, z, a, z, z, z, b, z, z, z, c, z, z, z, d, z)
+                              : _mm256_setr_epi8(z, a, z, z, z, b, z, z, z, c, z, z, z, d, z, z,  //
+                                                 z, a, z, z, z, b, z, z, z, c, z, z, z, d, z, z);
+  return _mm256_shuffle_epi8(x, m);
+}
+// The same byte permutation in every 32-bit lane (byte d of the result = byte S<d> of x).
+template <int S0, int S1, int S2, int S3>
+HCOMM_ZFP_AVX2_FN __m256i bytes_permute(__m256i x) {
+  return _mm256_shuffle_epi8(x, _mm256_setr_epi8(S0, S1, S2, S3, 4 + S0, 4 + S1, 4 + S2, 4 + S3, 8 + S0, 8 + S1,
+                                                 8 + S2, 8 + S3, 12 + S0, 12 + S1, 12 + S2, 12 + S3, S0, S1, S2,
+                                                 S3, 4 + S0, 4 + S1, 4 + S2, 4 + S3, 8 + S0, 8 + S1, 8 + S2, 8 + S3,
+                                                 12 + S0, 12 + S1, 12 + S2, 12 + S3));
+}
+// Exchanges bit p and bit p + S of each 32-bit lane for the p in M.
+template <int S, int M>
+HCOMM_ZFP_AVX2_FN __m256i delta_swap(__m256i x) {
+  const __m256i t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi32(x, S)), _mm256_set1_epi32(M));
+  return _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi32(t, S)));
+}
+// Raw planes, nibble k = plane 31 - j - k (bit 4k + i = coefficient i) -> byte i, bit 7 - k:
+// the rotation of the 5 bit-index bits (k, i) -> (i, 7 - k) as two byte permutations and three
+// delta swaps (found by a search over index-bit swaps; the test against libzfp covers it).
+HCOMM_ZFP_AVX2_FN __m256i raw_planes_to_bytes(__m256i x) {
+  x = bytes_permute<2, 0, 3, 1>(x);
+  x = delta_swap<4, 0x00F000F0>(x);
+  x = bytes_permute<3, 2, 1, 0>(x);
+  x = delta_swap<7, 0x00AA00AA>(x);
+  return delta_swap<14, 0x0000CCCC>(x);
+}
+// Bit k -> bit 31 - k of each 32-bit lane.
+HCOMM_ZFP_AVX2_FN __m256i bitrev32_avx2(__m256i x) {
+  const __m256i rev4 = _mm256_setr_epi8(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15,  //
+                                        0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15);
+  const __m256i lo4 = _mm256_set1_epi8(0x0F);
+  x = bytes_permute<3, 2, 1, 0>(x);
+  const __m256i lo = _mm256_shuffle_epi8(rev4, _mm256_and_si256(x, lo4));
+  const __m256i hi = _mm256_shuffle_epi8(rev4, _mm256_and_si256(_mm256_srli_epi16(x, 4), lo4));
+  return _mm256_or_si256(_mm256_slli_epi16(lo, 4), hi);
+}
+// Coefficient I's bits from the batch's pieces, each placed at its planes (bit p = plane p).
+// A piece with coefficient I's bits in byte I, bit b = plane 24 + b - off, is moved to the top
+// byte and shifted right by off (shifts of 32 or more give 0: planes below 0 fall off).
+template <int I>
+HCOMM_ZFP_AVX2_FN __m256i narrow_coefficient(const narrow_batch& s, __m256i raw) {
+  // steps: acc[w] bit b of byte I = plane 31 - base - 8w - (7 - b), so acc[0], acc[1], acc[2]
+  // are bytes 3, 2, 1 of one word shifted right by base
+  const __m256i steps = _mm256_or_si256(_mm256_or_si256(byte_move<I, 3>(s.acc[0]), byte_move<I, 2>(s.acc[1])),
+                                        byte_move<I, 1>(s.acc[2]));
+  __m256i u = _mm256_srlv_epi32(steps, s.base);
+  u = _mm256_or_si256(u, _mm256_srlv_epi32(byte_move<I, 3>(s.first), s.z));  // bit 7: plane 31 - z
+  u = _mm256_or_si256(u, _mm256_srlv_epi32(byte_move<I, 3>(raw), s.j));      // bit 7 - k: plane 31 - j - k
+  if constexpr (I == 0)  // c0b bit m = plane 31 - j0 - m
+    u = _mm256_or_si256(u, _mm256_srlv_epi32(bitrev32_avx2(s.c0b), s.j0));
+  return u;
+}
+// (float) q * fa * fb, in that order, or +0 outside keep.
+HCOMM_ZFP_AVX2_FN __m256 narrow_value(__m256i q, __m256 fa, __m256 fb, __m256 keep) {
+  return _mm256_and_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), fa), fb), keep);
+}
+// The raw 4-bit planes after all four are significant, then every coefficient's bits to its
+// planes, then the values (finish_batch_f32 in AVX2: negabinary, inverse lift, scale by the
+// block exponent), stored block by block.
+HCOMM_ZFP_AVX2_FN void narrow_finish(const narrow_batch& s, float* v) {
+  // Once all four are significant, the rest of the budget is raw 4-bit planes from plane
+  // 31 - j on (bits past the budget are 0 in rest; planes past plane 0 fall off the end).
+  const __m256i raw_ok = _mm256_and_si256(_mm256_cmpeq_epi32(s.n, _mm256_set1_epi32(4)),
+                                          _mm256_cmpgt_epi32(_mm256_set1_epi32(32), s.j));
+  const __m256i raw = raw_planes_to_bytes(_mm256_and_si256(_mm256_srlv_epi32(s.rest, s.pos), raw_ok));
+  const __m256i nb = _mm256_set1_epi32(static_cast<int>(traits<float>::nbmask));
+  // negabinary -> two's complement, then inv_lift (wrapping 32-bit arithmetic, >> arithmetic)
+  __m256i x = _mm256_sub_epi32(_mm256_xor_si256(narrow_coefficient<0>(s, raw), nb), nb);
+  __m256i y = _mm256_sub_epi32(_mm256_xor_si256(narrow_coefficient<1>(s, raw), nb), nb);
+  __m256i z = _mm256_sub_epi32(_mm256_xor_si256(narrow_coefficient<2>(s, raw), nb), nb);
+  __m256i w = _mm256_sub_epi32(_mm256_xor_si256(narrow_coefficient<3>(s, raw), nb), nb);
+  y = _mm256_add_epi32(y, _mm256_srai_epi32(w, 1));
+  w = _mm256_sub_epi32(w, _mm256_srai_epi32(y, 1));
+  y = _mm256_add_epi32(y, w);
+  w = _mm256_sub_epi32(_mm256_slli_epi32(w, 1), y);
+  z = _mm256_add_epi32(z, x);
+  x = _mm256_sub_epi32(_mm256_slli_epi32(x, 1), z);
+  y = _mm256_add_epi32(y, z);
+  z = _mm256_sub_epi32(_mm256_slli_epi32(z, 1), y);
+  w = _mm256_add_epi32(w, x);
+  x = _mm256_sub_epi32(_mm256_slli_epi32(x, 1), w);
+  // 2^(e - 157) as two normal factors fa * fb, applied in that order (as finish_batch_f32);
+  // fb = 0 below e = 8 (libzfp's scale is 0 there); a zero block (header bit 0) gives +0.
+  const __m256i e = _mm256_and_si256(_mm256_srli_epi32(s.words, 1), _mm256_set1_epi32(0xff));
+  const __m256i d = _mm256_sub_epi32(e, _mm256_set1_epi32(157));
+  const __m256i sa = _mm256_srai_epi32(d, 1), sb = _mm256_sub_epi32(d, sa);
+  const __m256i bias = _mm256_set1_epi32(traits<float>::ebias);
+  const __m256 fa = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(sa, bias), 23));
+  const __m256 fb = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(_mm256_add_epi32(sb, bias), 23),
+                                                         _mm256_cmpgt_epi32(e, _mm256_set1_epi32(7))));
+  const __m256 keep = _mm256_castsi256_ps(_mm256_sub_epi32(_mm256_setzero_si256(),
+                                                           _mm256_and_si256(s.words, _mm256_set1_epi32(1))));
+  const __m256 c0 = narrow_value(x, fa, fb, keep), c1 = narrow_value(y, fa, fb, keep);
+  const __m256 c2 = narrow_value(z, fa, fb, keep), c3 = narrow_value(w, fa, fb, keep);
+  // 4 coefficients x 8 lanes -> 8 blocks of 4 values
+  const __m256 t0 = _mm256_unpacklo_ps(c0, c1), t1 = _mm256_unpackhi_ps(c0, c1);  // lanes 0,1,4,5 / 2,3,6,7
+  const __m256 t2 = _mm256_unpacklo_ps(c2, c3), t3 = _mm256_unpackhi_ps(c2, c3);
+  const __m256 b04 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)), b15 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 b26 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)), b37 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  _mm256_storeu_ps(v, _mm256_permute2f128_ps(b04, b15, 0x20));
+  _mm256_storeu_ps(v + 8, _mm256_permute2f128_ps(b26, b37, 0x20));
+  _mm256_storeu_ps(v + 16, _mm256_permute2f128_ps(b04, b15, 0x31));
+  _mm256_storeu_ps(v + 24, _mm256_permute2f128_ps(b26, b37, 0x31));
+}
+// K consecutive batches from stream bit p0 into v[0 .. 32K).
+template <int K>
+HCOMM_ZFP_AVX2_FN void narrow_batches(const word_reader& rd, std::size_t p0, unsigned maxbits, bool aligned32,
+                                      __m256i vbudget, const int* table, float* v) {
+  narrow_batch s[K];
+  for (int q = 0; q < K; ++q)
+    narrow_begin(s[q], narrow_load(rd, p0 + static_cast<std::size_t>(q) * batch_lanes * maxbits, maxbits, aligned32),
+                 vbudget, table);
+  // Then one plane per step while fewer than 4 are significant; step t -> nibble t of acc.
+  // The budget is at most 23 bits, so at most 23 steps.
+  if (narrow_any_busy<K>(s, vbudget)) {
+    narrow_steps4<K, 0, 0>(s, vbudget, table);
+    if (narrow_any_busy<K>(s, vbudget)) {
+      narrow_steps4<K, 0, 4>(s, vbudget, table);
+      if (narrow_any_busy<K>(s, vbudget)) {
+        narrow_steps4<K, 1, 0>(s, vbudget, table);
+        if (narrow_any_busy<K>(s, vbudget)) {
+          narrow_steps4<K, 1, 4>(s, vbudget, table);
+          if (narrow_any_busy<K>(s, vbudget)) {
+            narrow_steps4<K, 2, 0>(s, vbudget, table);
+            if (narrow_any_busy<K>(s, vbudget)) narrow_steps4<K, 2, 4>(s, vbudget, table);
+          }
+        }
+      }
+    }
+  }
+  for (int q = 0; q < K; ++q) narrow_finish(s[q], v + 4 * batch_lanes * q);
+}
+
+// Decodes `batches` x 8 float blocks of 12 <= maxbits <= 32 bits (rates 3..8; block l of
+// batch b at stream bit p0 + (8b + l) maxbits) into v, in AVX2 intrinsics with 8 blocks in
+// the 32-bit lanes of one register. The same decoding as decode_batch_f32, arranged so that
+// every step costs the same in every lane: after the run of empty planes (counted through a
+// float conversion of the lowest set bit), the first plane and the bulk run of 2-bit planes
+// while only coefficient 0 is significant, each step decodes one plane of every lane through
+// dec_table32 (one vpgatherdd), budget ends inside a plane included; a lane that is done (or
+// has all four significant) reads r = 0 bits and decodes nothing. The raw 4-bit planes after
+// all four are significant are placed in bulk at the end. Plane nibbles of the steps are
+// collected relative to the lane's first stepped plane (step t -> nibble t: every step of a
+// live lane is one plane), so their position is a compile-time shift, and moved to their
+// absolute planes at the end. Two batches are decoded side by side (their steps interleaved)
+// so that one's gathers run while the other's wait; the steps stop when both are done.
+// (Called from the AVX2 variant of decode_group_kernel only.)
 __attribute__((target("avx2,bmi2,lzcnt"))) inline void decode_batches_f32_narrow(const word_reader& rd, std::size_t p0,
                                                                                  unsigned maxbits,
                                                                                  std::size_t batches, float* v) {
-  const unsigned budget = maxbits - 9;  // bits after the block header (1 + 8 exponent bits)
-  const __m256i vbudget = _mm256_set1_epi32(static_cast<int>(budget));
-  const __m256i vone = _mm256_set1_epi32(1);
-  const int* table = reinterpret_cast<const int*>(dec_table32.v);
+  const __m256i vbudget = _mm256_set1_epi32(static_cast<int>(maxbits - 9));  // bits after the 9-bit header
+  const int* table = reinterpret_cast<const int*>(dec_table32_spread.v);
   const bool aligned32 = maxbits == 32 && (p0 & 31u) == 0;  // rate 8: one load per batch
-  for (std::size_t b = 0; b < batches; ++b, p0 += batch_lanes * maxbits, v += 4 * batch_lanes) {
-    __m256i words;
-    if (aligned32) {
-      words = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rd.base + p0 / 8));
-    } else {
-      alignas(32) std::uint32_t w[batch_lanes];
-      for (int l = 0; l < batch_lanes; ++l)
-        w[l] = static_cast<std::uint32_t>(rd.peek(p0 + static_cast<std::size_t>(l) * maxbits) & low_mask(maxbits));
-      words = _mm256_load_si256(reinterpret_cast<const __m256i*>(w));
-    }
-    const __m256i rest = _mm256_srli_epi32(words, 9);  // the budget's bits (0 above it)
-    // z = empty planes before the first group test 1 (at most the budget): the exponent of
-    // the lowest set bit of rest | 2^budget, converted to float (exact below 2^24).
-    const __m256i guard = _mm256_or_si256(rest, _mm256_sllv_epi32(vone, vbudget));
-    const __m256i low = _mm256_and_si256(guard, _mm256_sub_epi32(_mm256_setzero_si256(), guard));
-    const __m256i z = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(low)), 23),
-                                       _mm256_set1_epi32(127));
-    const __m256i zero = _mm256_setzero_si256();
-    __m256i pos = z, j = z, n = zero, first = zero;
-    // The first plane with a set bit (afterwards n >= 1), into its own nibble.
-    narrow_step<0>(rest, vbudget, table, pos, j, n, first);
-    // If only coefficient 0 is significant, a run of 2-bit planes follows (its bit, then a 0
-    // group test) up to the plane whose group test is 1: decoded in bulk into c0b, the bits of
-    // coefficient 0 from plane 31 - j0 down (as decode_batch_f32 does).
-    const __m256i j0 = j;
-    const __m256i sbits = _mm256_srlv_epi32(rest, pos);
-    const __m256i room = _mm256_sub_epi32(vbudget, pos);  // >= 0
-    const __m256i tests = _mm256_or_si256(even_bits_avx2(_mm256_srli_epi32(sbits, 1)), _mm256_set1_epi32(1 << 16));
-    const __m256i tlow = _mm256_and_si256(tests, _mm256_sub_epi32(zero, tests));
-    __m256i run = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(tlow)), 23),
-                                   _mm256_set1_epi32(127));
-    run = _mm256_min_epu32(run, _mm256_srli_epi32(room, 1));
-    run = _mm256_min_epu32(run, _mm256_sub_epi32(_mm256_set1_epi32(32), j));
-    run = _mm256_and_si256(run, _mm256_cmpeq_epi32(n, vone));
-    const __m256i c0b = _mm256_and_si256(even_bits_avx2(sbits), _mm256_sub_epi32(_mm256_sllv_epi32(vone, run), vone));
-    pos = _mm256_add_epi32(pos, _mm256_add_epi32(run, run));
-    j = _mm256_add_epi32(j, run);
-    const __m256i base = j;
-    // Then one plane per step while fewer than 4 are significant; step t -> nibble t of acc.
-    __m256i acc[3] = {zero, zero, zero};
-    for (int t0 = 0; t0 < 24 && narrow_busy(pos, j, n, vbudget); t0 += 8) {
-      __m256i& a = acc[t0 >> 3];
-      narrow_step<0>(rest, vbudget, table, pos, j, n, a);
-      narrow_step<1>(rest, vbudget, table, pos, j, n, a);
-      narrow_step<2>(rest, vbudget, table, pos, j, n, a);
-      narrow_step<3>(rest, vbudget, table, pos, j, n, a);
-      if (!narrow_busy(pos, j, n, vbudget)) break;
-      narrow_step<4>(rest, vbudget, table, pos, j, n, a);
-      narrow_step<5>(rest, vbudget, table, pos, j, n, a);
-      narrow_step<6>(rest, vbudget, table, pos, j, n, a);
-      narrow_step<7>(rest, vbudget, table, pos, j, n, a);
-    }
-    // Once all four are significant, the rest of the budget is raw 4-bit planes from plane
-    // 31 - j on (bits past the budget are 0 in rest; planes past plane 0 fall off the end).
-    const __m256i raw_ok = _mm256_and_si256(_mm256_cmpeq_epi32(n, _mm256_set1_epi32(4)),
-                                            _mm256_cmpgt_epi32(_mm256_set1_epi32(32), j));
-    const __m256i raw = _mm256_and_si256(_mm256_srlv_epi32(rest, pos), raw_ok);
-    alignas(32) std::uint32_t zl[batch_lanes], fl[batch_lanes], j0l[batch_lanes], c0l[batch_lanes],  // per lane
-        bl[batch_lanes], a0[batch_lanes], a1[batch_lanes], a2[batch_lanes], rl[batch_lanes], jl[batch_lanes],
-        wl[batch_lanes];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(zl), z);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(fl), first);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(j0l), j0);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(c0l), c0b);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(bl), base);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(a0), acc[0]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(a1), acc[1]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(a2), acc[2]);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(rl), raw);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(jl), j);
-    _mm256_store_si256(reinterpret_cast<__m256i*>(wl), words);
-    u64 bits[batch_lanes], ns0[batch_lanes], ns1[batch_lanes];
-    std::uint32_t c0[batch_lanes];
-    for (int l = 0; l < batch_lanes; ++l) {  // nibbles to their planes: nibble j = plane 31 - j
-      u64 lo = 0, hi = 0;
-      or_shl128(fl[l], 0, 4 * zl[l], lo, hi);
-      or_shl128(a0[l] | static_cast<u64>(a1[l]) << 32, a2[l], 4 * bl[l], lo, hi);
-      or_shl128(rl[l], 0, 4 * jl[l], lo, hi);
-      ns0[l] = lo;
-      ns1[l] = hi;
-      c0[l] = bitrev32(c0l[l]) >> (j0l[l] & 31u);
-      bits[l] = wl[l];
-    }
-    finish_batch_f32(bits, ns0, ns1, c0, v);
-  }
+  const std::size_t step = batch_lanes * maxbits;
+  std::size_t b = 0;
+  for (; b + 2 <= batches; b += 2, p0 += 2 * step, v += 8 * batch_lanes)
+    narrow_batches<2>(rd, p0, maxbits, aligned32, vbudget, table, v);
+  for (; b < batches; ++b, p0 += step, v += 4 * batch_lanes) narrow_batches<1>(rd, p0, maxbits, aligned32, vbudget, table, v);
 }
 #undef HCOMM_ZFP_AVX2_FN
 #endif
