@@ -20,6 +20,7 @@ CODECS=${CODECS:-none,mpc,zfp:4,zfp:8,zfp:16}
 OPS=${OPS:-allreduce,p2p}
 ITERS=${ITERS:-2}
 DATA=${DATA:-smooth}
+EXTRA=${EXTRA:-}  # more hcomm-collective flags, e.g. EXTRA="--idle-sleep-us 100"
 OUT=${OUT:-$HERE/results-$(date -u +%Y%m%d).jsonl}
 [ -x "$BIN" ] || { echo "netns-bench: build hcomm-collective first ($BIN)" >&2; exit 2; }
 stamp=$(date -u +%Y-%m-%dT%H:%MZ)
@@ -27,7 +28,7 @@ for r in $RANKS; do
   for rate in $RATES; do
     echo "== $r ranks, $rate links" >&2
     "$ROOT/scripts/netns-mpirun.sh" --ranks "$r" --rate "$rate" -- \
-      "$BIN" --op "$OPS" --codec "$CODECS" --baseline --bytes "$SIZES" --iters "$ITERS" --data "$DATA" |
+      "$BIN" --op "$OPS" --codec "$CODECS" --baseline --bytes "$SIZES" --iters "$ITERS" --data "$DATA" $EXTRA |
       grep '^{' | sed "s/}\$/,\"link\":\"$rate\",\"date\":\"$stamp\"}/" | tee -a "$OUT"
   done
 done

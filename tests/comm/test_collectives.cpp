@@ -29,6 +29,7 @@ struct setting {
   std::string codec;
   bool native;  // uncompressed collectives through MPI's own
   std::size_t threshold;
+  unsigned idle_sleep_us = 0;  // 0: MPI_Wait; else test-and-sleep waits (comm_options::idle_sleep_us)
 };
 
 // Error bound of one ZFP fixed-rate compression relative to the block's largest magnitude, as
@@ -49,11 +50,13 @@ void run(const setting& s, std::size_t n, std::vector<T>& ring_none_result) {
   opt.threshold_bytes = s.threshold;
   opt.segment_bytes = 4096;  // several segments per chunk at these sizes
   opt.native_uncompressed = s.native;
+  opt.idle_sleep_us = s.idle_sleep_us;
   hcomm::runtime_communicator comm(MPI_COMM_WORLD, s.codec, opt);
   const auto cfg = comm.config();
   const bool lossy = cfg.codec == hcomm::codec_id::zfp;
   const double rel = lossy ? zfp_rel_bound(cfg.param) : 0.0;
-  const std::string tag = s.codec + (s.native ? "/native" : "/ring") + " n=" + std::to_string(n) +
+  const std::string tag = s.codec + (s.native ? "/native" : "/ring") + (s.idle_sleep_us ? "/sleep" : "") +
+                          " n=" + std::to_string(n) +
                           (std::is_same_v<T, float> ? " f32" : " f64");
 
   // --- allreduce ---
@@ -271,6 +274,7 @@ int main(int argc, char** argv) {
       {"mpc", false, 1u << 20},     // below the threshold: uncompressed path
       {"zfp:16", false, 0},
       {"zfp:8", false, 0},
+      {"zfp:8", false, 0, 20},      // waits that test and sleep instead of MPI_Wait
   };
   // p * E + 1 (E = values per 4096-byte segment: 1024 float, 512 double; doubles run at the
   // second): chunk 0 has one segment more than the others, so a ring step sends and receives

@@ -48,6 +48,11 @@ struct options {
   // Uncompressed collectives use MPI's own (MPI_Allreduce, ...). false: hcomm's ring with
   // raw frames (tests the ring machinery with the none codec; slower).
   bool native_uncompressed = true;
+  // How a rank waits for its messages (mpi::wait): 0 = MPI_Wait, polling without pause (best
+  // when every rank has a core of its own); N > 0 = test, then sleep N microseconds, for ranks
+  // that share cores (more ranks than cores, as in CI and the 8-rank example on 2 cores).
+  // Below ~ a segment's wire time, e.g. 100 at 1 Gbit/s with 1 MiB segments.
+  unsigned idle_sleep_us = 0;
   // Tests only: called on every frame a rank compresses, before it is sent (to corrupt it);
   // frames the ring's allgather forwards pass on as received.
   std::function<void(std::span<std::byte>)> tamper;

@@ -67,17 +67,22 @@ class request {
     context& cx = *cx_;
     context::timer tm(cx);
     deferred_error err;
+    const unsigned idle = cx.opts().idle_sleep_us;
     if (!recv_) {
-      const int rc = MPI_Waitall(static_cast<int>(reqs_.size()), reqs_.data(), MPI_STATUSES_IGNORE);
+      int rc = MPI_SUCCESS;
+      for (auto& r : reqs_) {
+        const int rk = mpi::wait(&r, MPI_STATUS_IGNORE, idle);
+        if (rc == MPI_SUCCESS) rc = rk;
+      }
       release();
-      if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Waitall (send)", HCOMM_WHERE_);
+      if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Wait (send)", HCOMM_WHERE_);
       return;
     }
     std::byte* buf = cx.slot(slot_).data();
     const std::string who = cx.label() + " recv from rank " + std::to_string(peer_);
     for (std::size_t k = 0; k < reqs_.size(); ++k) {
       MPI_Status st;
-      const int rc = MPI_Wait(&reqs_[k], &st);
+      const int rc = mpi::wait(&reqs_[k], &st, idle);
       try {
         if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Wait (recv)", HCOMM_WHERE_);
         int got = 0;

@@ -122,9 +122,10 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   std::byte* frame = cx.frame_scratch<T>(c);  // a whole frame: compressed into, or reassembled
   auto chunk_of = [&](int q) { return static_cast<std::size_t>(((q % p) + p) % p); };
   auto slot_at = [&](int i, std::size_t k) { return set[i] + k * slot; };
+  const unsigned idle = cx.opts().idle_sleep_us;
   auto settle = [&](int i, std::size_t k) {
-    if (req[i][k] != MPI_REQUEST_NULL) HCOMM_MPI_CHECK(MPI_Wait(&req[i][k], MPI_STATUS_IGNORE));
-    if (req2[i][k] != MPI_REQUEST_NULL) HCOMM_MPI_CHECK(MPI_Wait(&req2[i][k], MPI_STATUS_IGNORE));
+    if (req[i][k] != MPI_REQUEST_NULL) HCOMM_MPI_CHECK(mpi::wait(&req[i][k], MPI_STATUS_IGNORE, idle));
+    if (req2[i][k] != MPI_REQUEST_NULL) HCOMM_MPI_CHECK(mpi::wait(&req2[i][k], MPI_STATUS_IGNORE, idle));
   };
   auto post_recv = [&](int i, std::size_t k, int tag) {
     settle(i, k);
@@ -156,7 +157,7 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   // with the error recorded.
   auto wait_recv = [&](int i, std::size_t k, const char* phase, int step, int tag) -> std::size_t {
     MPI_Status st;
-    const int rc = MPI_Wait(&req[i][k], &st);
+    const int rc = mpi::wait(&req[i][k], &st, idle);
     try {
       if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Wait", HCOMM_WHERE_);
       int got = 0;
@@ -289,10 +290,8 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
       if (forward) post_recvs(next, segs(in), segs(next_in), tag_allgather);
     }
   }
-  for (int i = 0; i < 3; ++i) {
-    HCOMM_MPI_CHECK(MPI_Waitall(static_cast<int>(nseg), req[i], MPI_STATUSES_IGNORE));
-    HCOMM_MPI_CHECK(MPI_Waitall(static_cast<int>(nseg), req2[i], MPI_STATUSES_IGNORE));
-  }
+  for (int i = 0; i < 3; ++i)
+    for (std::size_t k = 0; k < nseg; ++k) settle(i, k);
 }
 
 template <class T>

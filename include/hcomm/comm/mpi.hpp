@@ -9,6 +9,8 @@
 #pragma once
 #include <mpi.h>
 
+#include <time.h>
+
 #include <climits>
 #include <cstddef>
 #include <string>
@@ -102,6 +104,22 @@ inline int count_of(std::size_t bytes, const char* what) {
     fail(errc::unsupported, std::string(what) + ": one MPI message of " + std::to_string(bytes) +
                                 " bytes exceeds MPI's int count");
   return static_cast<int>(bytes);
+}
+
+// Completes one request. sleep_us = 0: MPI_Wait, which polls the network without pause (the
+// lowest latency when every rank has a core of its own). sleep_us > 0: MPI_Test, sleeping that
+// long between tests, so that ranks sharing cores leave them to the ranks that are computing
+// (MPI makes progress only inside the tests, so sleeps much longer than a message's wire time
+// leave the link idle).
+inline int wait(MPI_Request* r, MPI_Status* st, unsigned sleep_us) {
+  if (sleep_us == 0) return MPI_Wait(r, st);
+  const timespec pause{static_cast<time_t>(sleep_us / 1000000), static_cast<long>(sleep_us % 1000000) * 1000};
+  for (;;) {
+    int done = 0;
+    const int rc = MPI_Test(r, &done, st);
+    if (rc != MPI_SUCCESS || done) return rc;
+    nanosleep(&pause, nullptr);
+  }
 }
 
 template <class T>
