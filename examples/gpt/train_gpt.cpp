@@ -37,7 +37,8 @@ const char* usage =
     " grid:    --dp N --pp N --tp N  (ranks = dp*pp*tp; rank = tp + TP*(dp + DP*pp))\n"
     " comm:    --scheme none|naive:R|mzhybrid:R|zhybrid:R1,R2[+ef]|plain (plain: uncompressed MPI, no hcomm)\n"
     "          --compress-min-bytes N (hcomm: smaller messages go uncompressed; default hcomm's, 1 MiB)\n"
-    "          --idle-sleep-us N (hcomm: wait for messages by testing and sleeping N us; for more ranks than cores)\n"
+    "          --idle-sleep-us N (hcomm: wait by testing and sleeping N us, 0: MPI_Wait; default -1: 100 when\n"
+    "            more ranks share the host than it has CPUs, else 0)\n"
     " data:    --data FILE (default data/kjv.txt)\n"
     " output:  --metrics FILE (JSON lines) --losses-out FILE --quiet --sample N --prompt TEXT\n"
     " check:   --expect-losses FILE [--expect-rtol X, 0 = bitwise]\n"
@@ -142,9 +143,9 @@ cli parse(int argc, char** argv) {
   int min_bytes = -1;
   geti("--compress-min-bytes", min_bytes);
   c.run.compress_min_bytes = min_bytes;
-  int idle_us = 0;
+  int idle_us = -1;
   geti("--idle-sleep-us", idle_us);
-  if (idle_us < 0 || idle_us > 1000000) bad("--idle-sleep-us takes 0..1000000 microseconds");
+  if (idle_us < -1 || idle_us > 1000000) bad("--idle-sleep-us takes 0..1000000 microseconds or -1 (auto)");
   c.run.idle_sleep_us = idle_us;
   geti("--sample", c.run.sample);
   gets("--prompt", c.run.prompt);
@@ -162,7 +163,7 @@ int run_with(const cli& c) {
   if constexpr (std::is_constructible_v<Bundle, const Grid&, const hcomm::comm_options&>) {
     hcomm::comm_options opt;
     if (c.run.compress_min_bytes >= 0) opt.threshold_bytes = static_cast<std::size_t>(c.run.compress_min_bytes);
-    opt.idle_sleep_us = static_cast<unsigned>(c.run.idle_sleep_us);
+    opt.idle_sleep_us = c.run.idle_sleep_us;
     Bundle comm(grid, opt);
     gpt::trainer<Grid, Bundle> t(c.cfg, c.run, grid, comm);
     return t.run();

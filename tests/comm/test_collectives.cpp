@@ -29,7 +29,7 @@ struct setting {
   std::string codec;
   bool native;  // uncompressed collectives through MPI's own
   std::size_t threshold;
-  unsigned idle_sleep_us = 0;  // 0: MPI_Wait; else test-and-sleep waits (comm_options::idle_sleep_us)
+  int idle_sleep_us = -1;  // comm_options::idle_sleep_us: -1 auto, 0 MPI_Wait, N test-and-sleep
 };
 
 // Error bound of one ZFP fixed-rate compression relative to the block's largest magnitude, as
@@ -55,7 +55,7 @@ void run(const setting& s, std::size_t n, std::vector<T>& ring_none_result) {
   const auto cfg = comm.config();
   const bool lossy = cfg.codec == hcomm::codec_id::zfp;
   const double rel = lossy ? zfp_rel_bound(cfg.param) : 0.0;
-  const std::string tag = s.codec + (s.native ? "/native" : "/ring") + (s.idle_sleep_us ? "/sleep" : "") +
+  const std::string tag = s.codec + (s.native ? "/native" : "/ring") + (s.idle_sleep_us < 0 ? "" : s.idle_sleep_us ? "/sleep" : "/mpi_wait") +
                           " n=" + std::to_string(n) +
                           (std::is_same_v<T, float> ? " f32" : " f64");
 
@@ -274,7 +274,8 @@ int main(int argc, char** argv) {
       {"mpc", false, 1u << 20},     // below the threshold: uncompressed path
       {"zfp:16", false, 0},
       {"zfp:8", false, 0},
-      {"zfp:8", false, 0, 20},      // waits that test and sleep instead of MPI_Wait
+      {"zfp:8", false, 0, 20},      // waits that test and sleep 20 us
+      {"mpc", false, 0, 0},         // MPI_Wait (the others: auto, i.e. sleeps where ranks share cores)
   };
   // p * E + 1 (E = values per 4096-byte segment: 1024 float, 512 double; doubles run at the
   // second): chunk 0 has one segment more than the others, so a ring step sends and receives

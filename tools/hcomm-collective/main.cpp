@@ -37,7 +37,7 @@ struct args {
   bool baseline = false;
   std::size_t threshold = std::size_t{1} << 20, segment = std::size_t{1} << 20;
   bool checksum = true;
-  unsigned idle_sleep_us = 0;
+  int idle_sleep_us = -1;  // auto (comm_options::idle_auto)
 };
 
 std::size_t parse_bytes(const std::string& s) {
@@ -69,7 +69,7 @@ void usage() {
       "usage: mpirun -n P hcomm-collective [--op allreduce|allgather|reduce_scatter|p2p|broadcast[,...]]\n"
       "         [--codec none|mpc|zfp:R[,...]] [--scheme NAME [--axis dp|pp|tp]] [--baseline]\n"
       "         [--bytes 4M[,64M...]] [--iters N] [--warmup N] [--data smooth|random]\n"
-      "         [--threshold BYTES] [--segment BYTES] [--no-checksum] [--idle-sleep-us N]\n"
+      "         [--threshold BYTES] [--segment BYTES] [--no-checksum] [--idle-sleep-us N|-1]\n"
       "With no flags: allreduce of 1M and 4M with none, mpc, zfp:16, zfp:8 and MPI_Allreduce.");
 }
 
@@ -245,7 +245,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     std::printf(
         "{\"op\":%s,\"codec\":%s%s,\"bytes\":%zu,\"ranks\":%d,\"iters\":%d,\"seconds\":%.6g,\"min_seconds\":%.6g,"
         "\"algbw_gbs\":%.4g,\"wire_bytes\":%llu,\"raw_bytes\":%llu,\"ratio\":%.4g,\"max_error\":%.4g,"
-        "\"rel_error\":%.4g,\"codec_seconds\":%.4g,\"identical\":%s,\"data\":%s,\"threshold\":%zu,\"segment\":%zu,\"idle_sleep_us\":%u}\n",
+        "\"rel_error\":%.4g,\"codec_seconds\":%.4g,\"identical\":%s,\"data\":%s,\"threshold\":%zu,\"segment\":%zu,\"idle_sleep_us\":%d}\n",
         json_str(op).c_str(), json_str(codec_name).c_str(),
         a.scheme.empty() || base ? "" : (",\"scheme\":" + json_str(a.scheme) + ",\"axis\":" + json_str(a.axis)).c_str(),
         bytes, p, a.iters, med, t.empty() ? 0 : t.front(), med > 0 ? bytes / med / 1e9 : 0.0,
@@ -291,10 +291,11 @@ int main(int argc, char** argv) {
       else if (f == "--idle-sleep-us") {
         const std::string v = next();
         char* end = nullptr;
-        const unsigned long us = std::strtoul(v.c_str(), &end, 10);
-        if (v.empty() || *end || us > 1000000)
-          hcomm::fail(hcomm::errc::invalid_argument, "--idle-sleep-us takes 0..1000000 microseconds, not '" + v + "'");
-        a.idle_sleep_us = static_cast<unsigned>(us);
+        const long us = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || us < -1 || us > 1000000)
+          hcomm::fail(hcomm::errc::invalid_argument,
+                      "--idle-sleep-us takes 0..1000000 microseconds or -1 (auto), not '" + v + "'");
+        a.idle_sleep_us = static_cast<int>(us);
       }
       else if (f == "-h" || f == "--help") {
         if (rank == 0) usage();

@@ -50,9 +50,12 @@ struct options {
   bool native_uncompressed = true;
   // How a rank waits for its messages (mpi::wait): 0 = MPI_Wait, polling without pause (best
   // when every rank has a core of its own); N > 0 = test, then sleep N microseconds, for ranks
-  // that share cores (more ranks than cores, as in CI and the 8-rank example on 2 cores).
-  // Below ~ a segment's wire time, e.g. 100 at 1 Gbit/s with 1 MiB segments.
-  unsigned idle_sleep_us = 0;
+  // that share cores (more ranks than cores, as in CI and the 8-rank example on 2 cores); keep
+  // it below a segment's wire time (1 MiB at rate 8 over 1 Gbit/s: ~2 ms). -1 (idle_auto):
+  // 100 if more ranks of this communicator run on this host (same host name) than it has
+  // online CPUs, else 0; decided once, when the context is created.
+  static constexpr int idle_auto = -1;
+  int idle_sleep_us = idle_auto;
   // Tests only: called on every frame a rank compresses, before it is sent (to corrupt it);
   // frames the ring's allgather forwards pass on as received.
   std::function<void(std::span<std::byte>)> tamper;
@@ -92,6 +95,8 @@ class context {
       : comm_(mpi::dup(comm)), opt_(std::move(opt)), label_(std::move(label)) {
     rank_ = mpi::rank(comm_.get());
     size_ = mpi::size(comm_.get());
+    if (opt_.idle_sleep_us < 0) idle_us_ = mpi::ranks_on_this_host(comm_.get()) > mpi::online_cpus() ? 100u : 0u;
+    else idle_us_ = static_cast<unsigned>(opt_.idle_sleep_us);
   }
   // A communicator that may still receive messages nobody will match (an interrupted ring, a
   // point-to-point mismatch that left a sender's frames unreceived) is not freed: MPI may give
@@ -109,6 +114,8 @@ class context {
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
   const std::string& label() const noexcept { return label_; }
+  // Microseconds a waiting rank sleeps between tests (options::idle_sleep_us, auto resolved).
+  unsigned idle_sleep_us() const noexcept { return idle_us_; }
   options& opts() noexcept { return opt_; }
   const options& opts() const noexcept { return opt_; }
   stats& counters() noexcept { return st_; }
@@ -332,7 +339,8 @@ class context {
   mpi::owned_comm comm_;
   options opt_;
   std::string label_;
-  const char* interrupted_ = nullptr;  // the operation that was interrupted, see check_usable
+  const char* interrupted_ = nullptr;
+  unsigned idle_us_ = 0;  // options::idle_sleep_us, resolved  // the operation that was interrupted, see check_usable
   bool keep_comm_ = false;             // see ~context
   int rank_ = 0, size_ = 1;
   stats st_;

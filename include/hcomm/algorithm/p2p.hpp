@@ -67,7 +67,7 @@ class request {
     context& cx = *cx_;
     context::timer tm(cx);
     deferred_error err;
-    const unsigned idle = cx.opts().idle_sleep_us;
+    const unsigned idle = cx.idle_sleep_us();
     if (!recv_) {
       int rc = MPI_SUCCESS;
       for (auto& r : reqs_) {

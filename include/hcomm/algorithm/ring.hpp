@@ -122,7 +122,7 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   std::byte* frame = cx.frame_scratch<T>(c);  // a whole frame: compressed into, or reassembled
   auto chunk_of = [&](int q) { return static_cast<std::size_t>(((q % p) + p) % p); };
   auto slot_at = [&](int i, std::size_t k) { return set[i] + k * slot; };
-  const unsigned idle = cx.opts().idle_sleep_us;
+  const unsigned idle = cx.idle_sleep_us();
   auto settle = [&](int i, std::size_t k) {
     if (req[i][k] != MPI_REQUEST_NULL) HCOMM_MPI_CHECK(mpi::wait(&req[i][k], MPI_STATUS_IGNORE, idle));
     if (req2[i][k] != MPI_REQUEST_NULL) HCOMM_MPI_CHECK(mpi::wait(&req2[i][k], MPI_STATUS_IGNORE, idle));

@@ -9,13 +9,17 @@
 #pragma once
 #include <mpi.h>
 
+#include <sched.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <climits>
 #include <cstddef>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
+#include <cstdint>
 
 #include "hcomm/core/error.hpp"
 
@@ -120,6 +124,27 @@ inline int wait(MPI_Request* r, MPI_Status* st, unsigned sleep_us) {
     if (rc != MPI_SUCCESS || done) return rc;
     nanosleep(&pause, nullptr);
   }
+}
+
+// Online CPUs of this host (not the process's affinity: MPI may bind each rank to one core).
+inline int online_cpus() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+// How many ranks of c run on this host, by host name (collective over c). Network namespaces
+// on one machine share the host name, so ranks that MPI sees as separate nodes count too.
+inline int ranks_on_this_host(MPI_Comm c) {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (const char* q = name; *q; ++q) h = (h ^ static_cast<unsigned char>(*q)) * 1099511628211ull;
+  int p = 1;
+  HCOMM_MPI_CHECK(MPI_Comm_size(c, &p));
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(p));
+  HCOMM_MPI_CHECK(MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, c));
+  int n = 0;
+  for (std::uint64_t x : all) n += x == h;
+  return n;
 }
 
 template <class T>
