@@ -884,20 +884,6 @@ constexpr dec_table32_t make_dec_table32() {
   return t;
 }
 inline constexpr dec_table32_t dec_table32 = make_dec_table32();
-// The same planes for the AVX2 decoder (decode_batches_f32_narrow), laid out so that its
-// steps collect each coefficient's bits in a byte of their own: bit i of x at bit 8i, then
-// len << 1 | n' << 4 (len <= 7, n' <= 4).
-constexpr dec_table32_t make_dec_table32_spread() {
-  dec_table32_t t{};
-  for (unsigned i = 0; i < 5 * 8 * 128; ++i) {
-    const std::uint32_t c = dec_plane_cut(i / 1024, i % 128, (i / 128) % 8);
-    const std::uint32_t x = c & 15u;
-    const std::uint32_t spread = (x & 1u) | (x & 2u) << 7 | (x & 4u) << 14 | (x & 8u) << 21;
-    t.v[i] = spread | ((c >> 4) & 15u) << 1 | (c >> 8) << 4;
-  }
-  return t;
-}
-inline constexpr dec_table32_t dec_table32_spread = make_dec_table32_spread();
 
 // One plane of one lane of decode_batch_f32: bits = the block, pos = next bit, n = significant
 // coefficients, j = planes done (plane 31 - j is next), ns0/ns1 = nibble j of planes 0..15
@@ -1021,6 +1007,21 @@ HCOMM_ZFP_INLINE void decode_batch_f32(const word_reader& rd, std::size_t p0, un
 }
 
 #if HCOMM_ZFP_CLONES
+// The same planes for the AVX2 decoder (decode_batches_f32_narrow), laid out so that its
+// steps collect each coefficient's bits in a byte of their own: bit i of x at bit 8i, then
+// len << 1 | n' << 4 (len <= 7, n' <= 4).
+constexpr dec_table32_t make_dec_table32_spread() {
+  dec_table32_t t{};
+  for (unsigned i = 0; i < 5 * 8 * 128; ++i) {
+    const std::uint32_t c = dec_plane_cut(i / 1024, i % 128, (i / 128) % 8);
+    const std::uint32_t x = c & 15u;
+    const std::uint32_t spread = (x & 1u) | (x & 2u) << 7 | (x & 4u) << 14 | (x & 8u) << 21;
+    t.v[i] = spread | ((c >> 4) & 15u) << 1 | (c >> 8) << 4;
+  }
+  return t;
+}
+inline constexpr dec_table32_t dec_table32_spread = make_dec_table32_spread();
+
 // (hi:lo) |= (h:l) << sh for 0 <= sh (nothing from sh >= 128), without a branch.
 HCOMM_ZFP_INLINE void or_shl128(u64 l, u64 h, unsigned sh, u64& lo, u64& hi) {
   const unsigned a = sh & 63u;
@@ -1443,13 +1444,15 @@ HCOMM_ZFP_AVX2_FN void narrow_batches(const word_reader& rd, std::size_t p0, uns
 // every step costs the same in every lane: after the run of empty planes (counted through a
 // float conversion of the lowest set bit), the first plane and the bulk run of 2-bit planes
 // while only coefficient 0 is significant, each step decodes one plane of every lane through
-// dec_table32 (one vpgatherdd), budget ends inside a plane included; a lane that is done (or
-// has all four significant) reads r = 0 bits and decodes nothing. The raw 4-bit planes after
-// all four are significant are placed in bulk at the end. Plane nibbles of the steps are
-// collected relative to the lane's first stepped plane (step t -> nibble t: every step of a
-// live lane is one plane), so their position is a compile-time shift, and moved to their
-// absolute planes at the end. Two batches are decoded side by side (their steps interleaved)
-// so that one's gathers run while the other's wait; the steps stop when both are done.
+// dec_table32_spread (one vpgatherdd), budget ends inside a plane included; a lane that is
+// done (or has all four significant) reads r = 0 bits and decodes nothing. The raw 4-bit
+// planes after all four are significant are taken in bulk at the end. The steps collect each
+// coefficient's plane bits in a byte of its own, relative to the lane's first stepped plane
+// (step t -> bit 7 - t % 8 of accumulator t / 8: every step of a live lane is one plane), so
+// their position is a compile-time shift; narrow_finish moves every piece (first plane, bulk
+// run of coefficient 0, stepped planes, raw planes) to its absolute planes and forms the
+// values, all in AVX2. Two batches are decoded side by side (their steps interleaved) so that
+// one's gathers run while the other's wait; the steps stop when both are done.
 // (Called from the AVX2 variant of decode_group_kernel only.)
 __attribute__((target("avx2,bmi2,lzcnt"))) inline void decode_batches_f32_narrow(const word_reader& rd, std::size_t p0,
                                                                                  unsigned maxbits,
