@@ -52,8 +52,10 @@ struct options {
   // when every rank has a core of its own); N > 0 = test, then sleep N microseconds, for ranks
   // that share cores (more ranks than cores, as in CI and the 8-rank example on 2 cores); keep
   // it below a segment's wire time (1 MiB at rate 8 over 1 Gbit/s: ~2 ms). -1 (idle_auto):
-  // 100 if more ranks of this communicator run on this host (same host name) than it has
-  // online CPUs, else 0; decided once, when the context is created.
+  // 100 if more ranks run on this host (mpi::ranks_sharing_this_host) than it has online CPUs,
+  // else 0; decided once, when the context is created (later changes of this field do not
+  // count). MPI's own collectives (uncompressed messages, below the threshold) and MPI_Bcast
+  // still wait the MPI way (busy polling unless Open MPI knows the node is oversubscribed).
   static constexpr int idle_auto = -1;
   int idle_sleep_us = idle_auto;
   // Tests only: called on every frame a rank compresses, before it is sent (to corrupt it);
@@ -95,7 +97,10 @@ class context {
       : comm_(mpi::dup(comm)), opt_(std::move(opt)), label_(std::move(label)) {
     rank_ = mpi::rank(comm_.get());
     size_ = mpi::size(comm_.get());
-    if (opt_.idle_sleep_us < 0) idle_us_ = mpi::ranks_on_this_host(comm_.get()) > mpi::online_cpus() ? 100u : 0u;
+    // (counted on every rank whatever its option says: a collective that some ranks skipped
+    // would hang the others)
+    const int sharing = mpi::ranks_sharing_this_host(comm_.get());
+    if (opt_.idle_sleep_us < 0) idle_us_ = sharing > mpi::online_cpus() ? 100u : 0u;
     else idle_us_ = static_cast<unsigned>(opt_.idle_sleep_us);
   }
   // A communicator that may still receive messages nobody will match (an interrupted ring, a
@@ -340,7 +345,8 @@ class context {
   options opt_;
   std::string label_;
   const char* interrupted_ = nullptr;
-  unsigned idle_us_ = 0;  // options::idle_sleep_us, resolved  // the operation that was interrupted, see check_usable
+  // the operation that was interrupted, see check_usable
+  unsigned idle_us_ = 0;  // options::idle_sleep_us, resolved at construction
   bool keep_comm_ = false;             // see ~context
   int rank_ = 0, size_ = 1;
   stats st_;

@@ -1257,7 +1257,7 @@ HCOMM_ZFP_AVX2_FN void narrow_begin(narrow_batch& s, __m256i words, __m256i vbud
   s.j = s.z;
   s.n = zero;
   s.first = zero;
-  // The first plane with a set bit (afterwards n >= 1), into its own nibble.
+  // The first plane with a set bit (afterwards n >= 1), at bit 7 of each coefficient's byte of first.
   narrow_step<0>(s.rest, vbudget, table, s.pos, s.j, s.n, s.first);
   // If only coefficient 0 is significant, a run of 2-bit planes follows (its bit, then a 0
   // group test) up to the plane whose group test is 1: decoded in bulk into c0b, the bits of
@@ -1278,7 +1278,7 @@ HCOMM_ZFP_AVX2_FN void narrow_begin(narrow_batch& s, __m256i words, __m256i vbud
   s.base = s.j;
   s.acc[0] = s.acc[1] = s.acc[2] = zero;
 }
-// Steps T0..T0+3 (nibbles of accumulator A) of K batches, interleaved: each step is a chain
+// Steps T0..T0+3 (bits 7 - T of each byte of accumulator A) of K batches, interleaved: each step is a chain
 // of dependent gathers, so K independent chains keep the gather unit busy.
 template <int K, int A, int T0>
 HCOMM_ZFP_AVX2_FN void narrow_steps4(narrow_batch* s, __m256i vbudget, const int* table) {
@@ -1296,6 +1296,7 @@ HCOMM_ZFP_AVX2_FN bool narrow_any_busy(const narrow_batch* s, __m256i vbudget) {
 // pshufb mask: byte I of every 32-bit lane to byte To, the other bytes 0.
 template <int I, int To>
 HCOMM_ZFP_AVX2_FN __m256i byte_move(__m256i x) {
+  static_assert(I >= 0 && I <= 3 && To >= 1 && To <= 3, "byte_move: byte I in 0..3 to byte To in 1..3");
   constexpr char z = -128;  // pshufb: a byte of 0
   constexpr char a = static_cast<char>(I), b = static_cast<char>(4 + I), c = static_cast<char>(8 + I),
                  d = static_cast<char>(12 + I);
@@ -1417,7 +1418,7 @@ HCOMM_ZFP_AVX2_FN void narrow_batches(const word_reader& rd, std::size_t p0, uns
   for (int q = 0; q < K; ++q)
     narrow_begin(s[q], narrow_load(rd, p0 + static_cast<std::size_t>(q) * batch_lanes * maxbits, maxbits, aligned32),
                  vbudget, table);
-  // Then one plane per step while fewer than 4 are significant; step t -> nibble t of acc.
+  // Then one plane per step while fewer than 4 are significant; step t -> accumulator t / 8.
   // The budget is at most 23 bits, so at most 23 steps.
   if (narrow_any_busy<K>(s, vbudget)) {
     narrow_steps4<K, 0, 0>(s, vbudget, table);

@@ -9,11 +9,12 @@
 #pragma once
 #include <mpi.h>
 
-#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
+#include <cstdlib>
 #include <cstddef>
 #include <string>
 #include <type_traits>
@@ -144,6 +145,15 @@ inline int ranks_on_this_host(MPI_Comm c) {
   HCOMM_MPI_CHECK(MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, c));
   int n = 0;
   for (std::uint64_t x : all) n += x == h;
+  return n;
+}
+// Ranks on this host as far as known: those of c by host name, or the whole job's ranks on
+// this node as the launcher reports them (Open MPI, MPICH/Hydra), whichever is larger (a
+// small sub-communicator of a crowded node sees only its own ranks). Collective over c.
+inline int ranks_sharing_this_host(MPI_Comm c) {
+  int n = ranks_on_this_host(c);
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = std::getenv(var)) n = std::max(n, std::atoi(v));
   return n;
 }
 
