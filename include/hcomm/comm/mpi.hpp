@@ -14,14 +14,16 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
-#include <cstdint>
 
+#include "hcomm/core/checksum.hpp"
 #include "hcomm/core/error.hpp"
 
 namespace hcomm::mpi {
@@ -137,8 +139,7 @@ inline int online_cpus() {
 inline int ranks_on_this_host(MPI_Comm c) {
   char name[256] = {};
   gethostname(name, sizeof name - 1);
-  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (const char* q = name; *q; ++q) h = (h ^ static_cast<unsigned char>(*q)) * 1099511628211ull;
+  const std::uint64_t h = hash64(name, std::strlen(name), 0);
   int p = 1;
   HCOMM_MPI_CHECK(MPI_Comm_size(c, &p));
   std::vector<std::uint64_t> all(static_cast<std::size_t>(p));
