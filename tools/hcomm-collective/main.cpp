@@ -12,7 +12,7 @@
 // max_error (against a float64 reference computed from every rank's input), rel_error
 // (max_error / largest reference magnitude), codec_seconds (slowest rank's encode+decode time
 // in the last iteration), identical (every rank holds the same bytes;
-// null where ranks hold different results), data.
+// null where ranks hold different results), data, round (0-based, with --rounds N).
 #include <mpi.h>
 
 #include <algorithm>
@@ -34,6 +34,7 @@ struct args {
   std::string scheme, axis = "dp", data = "smooth";
   std::vector<std::size_t> bytes;
   int iters = 5, warmup = 1;
+  int rounds = 1;  // the whole sweep repeated; codecs alternate within a round (A/B on the same link)
   bool baseline = false;
   std::size_t threshold = std::size_t{1} << 20, segment = std::size_t{1} << 20;
   bool checksum = true;
@@ -68,7 +69,7 @@ void usage() {
   std::puts(
       "usage: mpirun -n P hcomm-collective [--op allreduce|allgather|reduce_scatter|p2p|broadcast[,...]]\n"
       "         [--codec none|mpc|zfp:R[,...]] [--scheme NAME [--axis dp|pp|tp]] [--baseline]\n"
-      "         [--bytes 4M[,64M...]] [--iters N] [--warmup N] [--data smooth|random]\n"
+      "         [--bytes 4M[,64M...]] [--iters N] [--warmup N] [--rounds N] [--data smooth|random]\n"
       "         [--threshold BYTES] [--segment BYTES] [--no-checksum] [--idle-sleep-us N|-1]\n"
       "With no flags: allreduce of 1M and 4M with none, mpc, zfp:16, zfp:8 and MPI_Allreduce.");
 }
@@ -95,7 +96,8 @@ struct result {
   std::uint64_t wire = 0, raw = 0;
 };
 
-void run_one(const args& a, const std::string& op, const std::string& codec, std::size_t bytes, int rank, int p) {
+void run_one(const args& a, const std::string& op, const std::string& codec, std::size_t bytes, int round, int rank,
+             int p) {
   const bool base = codec == "mpi";
   const std::size_t n = bytes / sizeof(float);
   hcomm::comm_options opt;
@@ -245,7 +247,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     std::printf(
         "{\"op\":%s,\"codec\":%s%s,\"bytes\":%zu,\"ranks\":%d,\"iters\":%d,\"seconds\":%.6g,\"min_seconds\":%.6g,"
         "\"algbw_gbs\":%.4g,\"wire_bytes\":%llu,\"raw_bytes\":%llu,\"ratio\":%.4g,\"max_error\":%.4g,"
-        "\"rel_error\":%.4g,\"codec_seconds\":%.4g,\"identical\":%s,\"data\":%s,\"threshold\":%zu,\"segment\":%zu,\"idle_sleep_us\":%d,\"idle_wait_us\":%u}\n",
+        "\"rel_error\":%.4g,\"codec_seconds\":%.4g,\"identical\":%s,\"data\":%s,\"threshold\":%zu,\"segment\":%zu,\"idle_sleep_us\":%d,\"idle_wait_us\":%u,\"round\":%d}\n",
         json_str(op).c_str(), json_str(codec_name).c_str(),
         a.scheme.empty() || base ? "" : (",\"scheme\":" + json_str(a.scheme) + ",\"axis\":" + json_str(a.axis)).c_str(),
         bytes, p, a.iters, med, t.empty() ? 0 : t.front(), med > 0 ? bytes / med / 1e9 : 0.0,
@@ -253,7 +255,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
         res.wire ? double(res.raw) / double(res.wire) : 1.0, res.max_error,
         res.max_ref > 0 ? res.max_error / res.max_ref : 0.0, codec_s,
         res.identical < 0 ? "null" : res.identical ? "true" : "false", json_str(a.data).c_str(), a.threshold,
-        a.segment, a.idle_sleep_us, comm.context().idle_sleep_us());
+        a.segment, a.idle_sleep_us, comm.context().idle_sleep_us(), round);
     std::fflush(stdout);
   }
 }
@@ -283,6 +285,7 @@ int main(int argc, char** argv) {
       else if (f == "--bytes") for (auto& s : split(next())) a.bytes.push_back(parse_bytes(s));
       else if (f == "--iters") a.iters = std::max(1, std::atoi(next().c_str()));
       else if (f == "--warmup") a.warmup = std::max(0, std::atoi(next().c_str()));
+      else if (f == "--rounds") a.rounds = std::max(1, std::atoi(next().c_str()));
       else if (f == "--baseline") a.baseline = true;
       else if (f == "--data") a.data = next();
       else if (f == "--threshold") a.threshold = parse_bytes(next());
@@ -317,9 +320,12 @@ int main(int argc, char** argv) {
     if (!a.scheme.empty()) codecs = {"scheme"};
     if (codecs.empty() && !a.baseline) codecs = {"none"};
     if (a.baseline) codecs.push_back("mpi");
-    for (const auto& op : a.ops)
-      for (std::size_t b : a.bytes)
-        for (const auto& c : codecs) run_one(a, op, c, b, rank, p);
+    // Rounds outermost, so that every codec (and MPI's own collective) of a cell is measured
+    // once per round, next to each other in time: on a noisy link, compare within rounds.
+    for (int r = 0; r < a.rounds; ++r)
+      for (const auto& op : a.ops)
+        for (std::size_t b : a.bytes)
+          for (const auto& c : codecs) run_one(a, op, c, b, r, rank, p);
   } catch (const std::exception& e) {
     if (rank == 0) std::fprintf(stderr, "hcomm-collective: %s\n", e.what());
     rc = 2;

@@ -15,9 +15,11 @@
 // through batch coders that handle 8 blocks at once as loops over lanes without data-
 // dependent branches: the host compiler vectorises them (AVX2 variant chosen at run time)
 // and they are 2-3x faster than the block-at-a-time coders, which remain for doubles, wider
-// blocks, partial groups and blocks with NaN/Inf. In the AVX2 variant, float blocks of at
-// most 32 bits (rates 3..8) go through intrinsics versions of the batch coders instead
-// (encode_batch_f32_narrow, decode_batches_f32_narrow: 8 blocks in 32-bit lanes).
+// blocks, partial groups and blocks with NaN/Inf. In the AVX2 variant, float blocks of 12..64
+// bits (rates 3..16) go through intrinsics versions of the batch coders instead (8 blocks in
+// the 32-bit lanes of a register, blocks over 32 bits in pairs of them: encode_batch_f32_narrow
+// and _wide, decode_batches_f32_avx2<Wide>); the compiler-vectorised ones are the portable
+// statement of the same steps (and code rates 1..2).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -1007,7 +1009,7 @@ HCOMM_ZFP_INLINE void decode_batch_f32(const word_reader& rd, std::size_t p0, un
 }
 
 #if HCOMM_ZFP_CLONES
-// The same planes for the AVX2 decoder (decode_batches_f32_narrow), laid out so that its
+// The same planes for the AVX2 decoder (decode_batches_f32_avx2<false>), laid out so that its
 // steps collect each coefficient's bits in a byte of their own: bit i of x at bit 8i, then
 // len << 1 | n' << 4 (len <= 7, n' <= 4).
 constexpr dec_table32_t make_dec_table32_spread() {
@@ -1049,13 +1051,136 @@ HCOMM_ZFP_AVX2_FN __m256i window_nibble_avx2(const __m256i* g) {
   return r;
 }
 
+// pshufb mask: byte I of every 32-bit lane to byte To, the other bytes 0.
+template <int I, int To>
+HCOMM_ZFP_AVX2_FN __m256i byte_move(__m256i x) {
+  static_assert(I >= 0 && I <= 3 && To >= 0 && To <= 3, "byte_move: byte I in 0..3 to byte To in 0..3");
+  constexpr char z = -128;  // pshufb: a byte of 0
+  constexpr char a = static_cast<char>(I), b = static_cast<char>(4 + I), c = static_cast<char>(8 + I),
+                 d = static_cast<char>(12 + I);
+  const __m256i m = To == 3   ? _mm256_setr_epi8(z, z, z, a, z, z, z, b, z, z, z, c, z, z, z, d,  //
+                                                 z, z, z, a, z, z, z, b, z, z, z, c, z, z, z, d)
+                    : To == 2 ? _mm256_setr_epi8(z, z, a, z, z, z, b, z, z, z, c, z, z, z, d, z,  //
+                                                 z, z, a, z, z, z, b, z, z, z, c, z, z, z, d, z)
+                    : To == 1 ? _mm256_setr_epi8(z, a, z, z, z, b, z, z, z, c, z, z, z, d, z, z,  //
+                                                 z, a, z, z, z, b, z, z, z, c, z, z, z, d, z, z)
+                              : _mm256_setr_epi8(a, z, z, z, b, z, z, z, c, z, z, z, d, z, z, z,  //
+                                                 a, z, z, z, b, z, z, z, c, z, z, z, d, z, z, z);
+  return _mm256_shuffle_epi8(x, m);
+}
+// The same byte permutation in every 32-bit lane (byte d of the result = byte S<d> of x).
+template <int S0, int S1, int S2, int S3>
+HCOMM_ZFP_AVX2_FN __m256i bytes_permute(__m256i x) {
+  return _mm256_shuffle_epi8(x, _mm256_setr_epi8(S0, S1, S2, S3, 4 + S0, 4 + S1, 4 + S2, 4 + S3, 8 + S0, 8 + S1,
+                                                 8 + S2, 8 + S3, 12 + S0, 12 + S1, 12 + S2, 12 + S3, S0, S1, S2,
+                                                 S3, 4 + S0, 4 + S1, 4 + S2, 4 + S3, 8 + S0, 8 + S1, 8 + S2, 8 + S3,
+                                                 12 + S0, 12 + S1, 12 + S2, 12 + S3));
+}
+// Exchanges bit p and bit p + S of each 32-bit lane for the p in M.
+template <int S, int M>
+HCOMM_ZFP_AVX2_FN __m256i delta_swap(__m256i x) {
+  const __m256i t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi32(x, S)), _mm256_set1_epi32(M));
+  return _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi32(t, S)));
+}
+// Raw planes, nibble k = plane 31 - j - k (bit 4k + i = coefficient i) -> byte i, bit 7 - k:
+// the rotation of the 5 bit-index bits (k, i) -> (i, 7 - k) as two byte permutations and three
+// delta swaps (found by a search over index-bit swaps; the test against libzfp covers it).
+HCOMM_ZFP_AVX2_FN __m256i raw_planes_to_bytes(__m256i x) {
+  x = bytes_permute<2, 0, 3, 1>(x);
+  x = delta_swap<4, 0x00F000F0>(x);
+  x = bytes_permute<3, 2, 1, 0>(x);
+  x = delta_swap<7, 0x00AA00AA>(x);
+  return delta_swap<14, 0x0000CCCC>(x);
+}
+// Its inverse: byte i, bit 7 - k -> nibble k, bit i (the encoder's raw planes).
+HCOMM_ZFP_AVX2_FN __m256i bytes_to_raw_planes(__m256i x) {
+  x = delta_swap<14, 0x0000CCCC>(x);
+  x = delta_swap<7, 0x00AA00AA>(x);
+  x = bytes_permute<3, 2, 1, 0>(x);
+  x = delta_swap<4, 0x00F000F0>(x);
+  return bytes_permute<1, 3, 0, 2>(x);
+}
+// Blocks of 33..64 bits as pairs of 32-bit lanes, lo = bits 0..31, hi = bits 32..63. AVX2's
+// variable shifts give 0 for counts of 32 or more (negative counts are large unsigned ones),
+// so each shift of the pair by 0 <= s (nothing left from s >= 64) is three lane shifts.
+struct wide_bits {
+  __m256i lo, hi;
+};
+HCOMM_ZFP_AVX2_FN wide_bits shl_wide(wide_bits x, __m256i s) {
+  const __m256i up = _mm256_sub_epi32(s, _mm256_set1_epi32(32)), down = _mm256_sub_epi32(_mm256_set1_epi32(32), s);
+  return {_mm256_sllv_epi32(x.lo, s),
+          _mm256_or_si256(_mm256_or_si256(_mm256_sllv_epi32(x.hi, s), _mm256_srlv_epi32(x.lo, down)),
+                          _mm256_sllv_epi32(x.lo, up))};
+}
+HCOMM_ZFP_AVX2_FN wide_bits shr_wide(wide_bits x, __m256i s) {
+  const __m256i up = _mm256_sub_epi32(s, _mm256_set1_epi32(32)), down = _mm256_sub_epi32(_mm256_set1_epi32(32), s);
+  return {_mm256_or_si256(_mm256_or_si256(_mm256_srlv_epi32(x.lo, s), _mm256_sllv_epi32(x.hi, down)),
+                          _mm256_srlv_epi32(x.hi, up)),
+          _mm256_srlv_epi32(x.hi, s)};
+}
+HCOMM_ZFP_AVX2_FN void or_wide(wide_bits& x, wide_bits y) {
+  x.lo = _mm256_or_si256(x.lo, y.lo);
+  x.hi = _mm256_or_si256(x.hi, y.hi);
+}
+// Bit k -> bit 31 - k of each 32-bit lane.
+HCOMM_ZFP_AVX2_FN __m256i bitrev32_avx2(__m256i x) {
+  const __m256i rev4 = _mm256_setr_epi8(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15,  //
+                                        0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15);
+  const __m256i lo4 = _mm256_set1_epi8(0x0F);
+  x = bytes_permute<3, 2, 1, 0>(x);
+  const __m256i lo = _mm256_shuffle_epi8(rev4, _mm256_and_si256(x, lo4));
+  const __m256i hi = _mm256_shuffle_epi8(rev4, _mm256_and_si256(_mm256_srli_epi16(x, 4), lo4));
+  return _mm256_or_si256(_mm256_slli_epi16(lo, 4), hi);
+}
+// The top plane m[0] (code0: its table code) and the run of 2-bit planes down to m[1] + 1
+// while coefficient 0 is alone (run planes; below = their coefficient-0 bits, the highest
+// plane in bit 0). (encode_batch_f32's third loop.)
+HCOMM_ZFP_AVX2_FN void top_plane_and_run_avx2(const __m256i* u, const __m256i* sfx, const __m256i* m, __m256i& code0,
+                                              __m256i& run, __m256i& below) {
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  const __m256i k0 = m[0];
+  code0 = _mm256_i32gather_epi32(reinterpret_cast<const int*>(enc_table32.v), plane_bits_avx2(u, k0), 4);
+  const __m256i m1 = _mm256_blendv_epi8(_mm256_set1_epi32(-1), m[1], _mm256_xor_si256(_mm256_cmpeq_epi32(sfx[1], zero), _mm256_set1_epi32(-1)));
+  run = _mm256_max_epi32(_mm256_sub_epi32(_mm256_sub_epi32(k0, m1), one), zero);
+  const __m256i topbits = _mm256_andnot_si256(_mm256_cmpeq_epi32(k0, zero),
+                                              _mm256_sllv_epi32(u[0], _mm256_and_si256(_mm256_sub_epi32(_mm256_set1_epi32(32), k0), _mm256_set1_epi32(31))));
+  below = _mm256_and_si256(bitrev32_avx2(topbits), _mm256_sub_epi32(_mm256_sllv_epi32(one, run), one));  // run <= 31
+}
+
+// Bits 0..15 of each 32-bit lane to bits 0, 2, .., 30 (the other bits 0).
+HCOMM_ZFP_AVX2_FN __m256i spread2_avx2(__m256i x) {
+  x = _mm256_and_si256(x, _mm256_set1_epi32(0xffff));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, 8)), _mm256_set1_epi32(0x00ff00ff));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, 4)), _mm256_set1_epi32(0x0f0f0f0f));
+  x = _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, 2)), _mm256_set1_epi32(0x33333333));
+  return _mm256_and_si256(_mm256_or_si256(x, _mm256_slli_epi32(x, 1)), _mm256_set1_epi32(0x55555555));
+}
+// The table code of stepped plane j (plane k = m[0] - j) of every lane: nothing below plane 0
+// or from plane j4 on (those are coded in bulk afterwards).
+HCOMM_ZFP_AVX2_FN __m256i stepped_plane_code_avx2(const __m256i* u, const __m256i* m, __m256i j, __m256i j4) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i k = _mm256_sub_epi32(m[0], j);
+  const __m256i xb = plane_bits_avx2(u, _mm256_max_epi32(k, zero));
+  // n = number of m[i] > k (cmpgt gives -1 per true)
+  const __m256i nneg = _mm256_add_epi32(_mm256_add_epi32(_mm256_cmpgt_epi32(m[0], k), _mm256_cmpgt_epi32(m[1], k)),
+                                        _mm256_add_epi32(_mm256_cmpgt_epi32(m[2], k), _mm256_cmpgt_epi32(m[3], k)));
+  const __m256i idx = _mm256_add_epi32(_mm256_slli_epi32(_mm256_sub_epi32(zero, nneg), 4), xb);
+  const __m256i code = _mm256_i32gather_epi32(reinterpret_cast<const int*>(enc_table32.v), idx, 4);
+  const __m256i keep = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero, k), _mm256_cmpgt_epi32(j4, j));
+  return _mm256_and_si256(code, keep);
+}
+
 // Encodes 8 float blocks (v[0..31], finite) of 12 <= maxbits <= 32 bits (rates 3..8) into
 // bits[0..7]: encode_batch_f32 in AVX2 intrinsics with the 8 blocks in the 32-bit lanes of
 // one register (a block of at most 32 bits is built in one 32-bit lane; shifts by 32 or more
 // give 0 there, which is what the budget cut wants). Same bits as encode_batch_f32, step for
 // step; the comments there say why each step is what it is. (AVX2 variant only.)
-__attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(const float* v, unsigned maxbits,
-                                                                               u64* bits) {
+// The batch coders' common start, 8 float blocks (v[0..31], finite) in the 32-bit lanes:
+// amax = largest |value| bits, e = block exponent + 1 (the header's), u[i] = coefficient i in
+// negabinary, sfx[i] = u[i] | ... | u[3], m[i] = top set plane of sfx[i] (0 when none).
+// (encode_batch_f32's first two loops.)
+HCOMM_ZFP_AVX2_FN void batch_planes_avx2(const float* v, __m256i& amax, __m256i& e, __m256i* u, __m256i* sfx,
+                                         __m256i* m) {
   const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
   // x[i] lane l = v[4l + i]: four loads and a 4x4 transpose in each 128-bit half (blocks 0..3
   // low, 4..7 high), cheaper than four gathers
@@ -1073,9 +1198,9 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(c
     x[3] = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
   }
   const __m256i absmask = _mm256_set1_epi32(0x7fffffff);
-  __m256i amax = zero;
+  amax = zero;
   for (int i = 0; i < 4; ++i) amax = _mm256_max_epi32(amax, _mm256_and_si256(_mm256_castps_si256(x[i]), absmask));
-  const __m256i e = _mm256_add_epi32(_mm256_srli_epi32(amax, 23), one);
+  e = _mm256_add_epi32(_mm256_srli_epi32(amax, 23), one);
   const __m256i sexp = _mm256_sub_epi32(_mm256_set1_epi32(157), e);  // 30 - (e - 127)
   const __m256i ebias = _mm256_set1_epi32(127);
   const __m256i tiny = _mm256_cmpgt_epi32(sexp, ebias);
@@ -1094,12 +1219,10 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(c
     d = _mm256_add_epi32(d, _mm256_srai_epi32(b, 1)); b = _mm256_sub_epi32(b, _mm256_srai_epi32(d, 1));
   }
   const __m256i nb = _mm256_set1_epi32(static_cast<int>(0xaaaaaaaau));
-  __m256i u[4];
   for (int i = 0; i < 4; ++i) u[i] = _mm256_xor_si256(_mm256_add_epi32(q[i], nb), nb);
   // m[i]: top set plane of u[i] | ... | u[3] (0 when none): for y = s >> 1, 0 if y = 0, else
   // floor(log2 y) + 1, from the float exponent of y with each bit that has a set bit above it
   // cleared (no two adjacent bits set: rounding to 24 bits cannot carry into the next power).
-  __m256i sfx[4], m[4];
   sfx[3] = u[3];
   sfx[2] = _mm256_or_si256(u[2], sfx[3]);
   sfx[1] = _mm256_or_si256(u[1], sfx[2]);
@@ -1110,40 +1233,28 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(c
     const __m256i ex = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(top)), 23);
     m[i] = _mm256_max_epi32(_mm256_sub_epi32(ex, _mm256_set1_epi32(126)), zero);
   }
+}
+
+__attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(const float* v, unsigned maxbits,
+                                                                               u64* bits) {
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  __m256i amax, e, u[4], sfx[4], m[4];
+  batch_planes_avx2(v, amax, e, u, sfx, m);
   const __m256i vmax = _mm256_set1_epi32(static_cast<int>(maxbits));
   // header, then one 0 bit per empty plane above m[0]
   __m256i out = _mm256_add_epi32(_mm256_add_epi32(e, e), one);
   const __m256i left = _mm256_set1_epi32(static_cast<int>(maxbits - 9));
   __m256i pos = _mm256_add_epi32(_mm256_set1_epi32(9), _mm256_min_epi32(_mm256_sub_epi32(_mm256_set1_epi32(31), m[0]), left));
-  const int* etab = reinterpret_cast<const int*>(enc_table32.v);
   // The top plane m[0], then the run of 2-bit planes down to m[1] + 1 coded in bulk.
-  const __m256i k0 = m[0];
-  const __m256i code0 = _mm256_i32gather_epi32(etab, plane_bits_avx2(u, k0), 4);
-  const __m256i m1 = _mm256_blendv_epi8(_mm256_set1_epi32(-1), m[1], _mm256_xor_si256(_mm256_cmpeq_epi32(sfx[1], zero), _mm256_set1_epi32(-1)));
-  const __m256i run = _mm256_max_epi32(_mm256_sub_epi32(_mm256_sub_epi32(k0, m1), one), zero);
+  __m256i code0, run, below;
+  top_plane_and_run_avx2(u, sfx, m, code0, run, below);
   const __m256i jstart = _mm256_add_epi32(run, one);
-  const __m256i topbits = _mm256_andnot_si256(_mm256_cmpeq_epi32(k0, zero),
-                                              _mm256_sllv_epi32(u[0], _mm256_and_si256(_mm256_sub_epi32(_mm256_set1_epi32(32), k0), _mm256_set1_epi32(31))));
-  // bit reversal of each lane: bytes reversed, then the bits of each byte through a nibble table
-  const __m256i byterev = _mm256_setr_epi8(3, 2, 1, 0, 7, 6, 5, 4, 11, 10, 9, 8, 15, 14, 13, 12, 3, 2, 1, 0, 7, 6, 5, 4, 11,
-                                           10, 9, 8, 15, 14, 13, 12);
-  const __m256i rev4 = _mm256_setr_epi8(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15, 0, 8, 4, 12, 2, 10, 6, 14, 1,
-                                        9, 5, 13, 3, 11, 7, 15);
-  const __m256i lo4 = _mm256_set1_epi8(0x0f);
-  const __m256i rb = _mm256_shuffle_epi8(topbits, byterev);
-  const __m256i rev = _mm256_or_si256(_mm256_slli_epi16(_mm256_shuffle_epi8(rev4, _mm256_and_si256(rb, lo4)), 4),
-                                      _mm256_shuffle_epi8(rev4, _mm256_and_si256(_mm256_srli_epi16(rb, 4), lo4)));
-  const __m256i below = _mm256_and_si256(rev, _mm256_sub_epi32(_mm256_sllv_epi32(one, run), one));  // run <= 31
   {
     const __m256i p = pos;
     out = _mm256_or_si256(out, _mm256_sllv_epi32(_mm256_and_si256(code0, _mm256_set1_epi32(0x7f)), p));
     const __m256i p2 = _mm256_add_epi32(p, _mm256_and_si256(_mm256_srli_epi32(code0, 8), _mm256_set1_epi32(15)));
-    // spread2 of the low 16 bits (only bits below 32 - p2 <= 23 of the run survive)
-    __m256i rbits = _mm256_and_si256(below, _mm256_set1_epi32(0xffff));
-    rbits = _mm256_and_si256(_mm256_or_si256(rbits, _mm256_slli_epi32(rbits, 8)), _mm256_set1_epi32(0x00ff00ff));
-    rbits = _mm256_and_si256(_mm256_or_si256(rbits, _mm256_slli_epi32(rbits, 4)), _mm256_set1_epi32(0x0f0f0f0f));
-    rbits = _mm256_and_si256(_mm256_or_si256(rbits, _mm256_slli_epi32(rbits, 2)), _mm256_set1_epi32(0x33333333));
-    rbits = _mm256_and_si256(_mm256_or_si256(rbits, _mm256_slli_epi32(rbits, 1)), _mm256_set1_epi32(0x55555555));
+    // spread of the low 16 bits (only bits below 32 - p2 <= 23 of the run survive)
+    const __m256i rbits = spread2_avx2(below);
     const __m256i room = _mm256_max_epi32(_mm256_sub_epi32(vmax, p2), zero);
     const __m256i want = _mm256_add_epi32(run, run);
     out = _mm256_or_si256(out, _mm256_sllv_epi32(rbits, p2));
@@ -1157,17 +1268,7 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(c
   const int tmax = budget / 2 + 2 < 32 ? budget / 2 + 2 : 32;
   for (int t0 = 0; t0 < tmax; t0 += 4) {
     for (int t = t0; t < t0 + 4; ++t) {
-      const __m256i j = _mm256_add_epi32(jstart, _mm256_set1_epi32(t));
-      const __m256i k = _mm256_sub_epi32(m[0], j);
-      const __m256i sh = _mm256_max_epi32(k, zero);
-      const __m256i xb = plane_bits_avx2(u, sh);
-      // n = number of m[i] > k (cmpgt gives -1 per true)
-      const __m256i nneg = _mm256_add_epi32(_mm256_add_epi32(_mm256_cmpgt_epi32(m[0], k), _mm256_cmpgt_epi32(m[1], k)),
-                                            _mm256_add_epi32(_mm256_cmpgt_epi32(m[2], k), _mm256_cmpgt_epi32(m[3], k)));
-      const __m256i idx = _mm256_add_epi32(_mm256_slli_epi32(_mm256_sub_epi32(zero, nneg), 4), xb);
-      const __m256i code = _mm256_i32gather_epi32(etab, idx, 4);
-      const __m256i keep = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero, k), _mm256_cmpgt_epi32(j4, j));
-      const __m256i c = _mm256_and_si256(code, keep);
+      const __m256i c = stepped_plane_code_avx2(u, m, _mm256_add_epi32(jstart, _mm256_set1_epi32(t)), j4);
       out = _mm256_or_si256(out, _mm256_sllv_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x7f)), pos));
       pos = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(c, 8), _mm256_set1_epi32(15)));
     }
@@ -1198,19 +1299,94 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(c
   for (int l = 0; l < batch_lanes; ++l) bits[l] = o[l];
 }
 
-// One plane of every lane (dec_table32_spread): the plane's bit of coefficient i goes to bit
-// 7 - T of byte i of acc (step T of the 8 that acc collects; the earliest plane highest).
+// Encodes 8 float blocks (v[0..31], finite) of 33 <= maxbits <= 64 bits (rates 9..16) into
+// bits[0..7]: encode_batch_f32_narrow with each block in a pair of 32-bit lanes (wide_bits).
+// The same steps; what differs: the bulk run of coefficient-0 planes may be 31 planes long
+// (62 bits), up to 29 stepped planes fit the budget, and the raw window after all four are
+// significant holds up to 13 planes (51 bits), built as bytes of planes and rotated to
+// nibbles (bytes_to_raw_planes). (AVX2 variant only.)
+__attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_wide(const float* v, unsigned maxbits,
+                                                                             u64* bits) {
+  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
+  __m256i amax, e, u[4], sfx[4], m[4];
+  batch_planes_avx2(v, amax, e, u, sfx, m);
+  const __m256i vmax = _mm256_set1_epi32(static_cast<int>(maxbits));
+  // header, then one 0 bit per empty plane above m[0]
+  wide_bits out{_mm256_add_epi32(_mm256_add_epi32(e, e), one), zero};
+  const __m256i left = _mm256_set1_epi32(static_cast<int>(maxbits - 9));
+  __m256i pos = _mm256_add_epi32(_mm256_set1_epi32(9), _mm256_min_epi32(_mm256_sub_epi32(_mm256_set1_epi32(31), m[0]), left));
+  const __m256i seven = _mm256_set1_epi32(0x7f), fifteen = _mm256_set1_epi32(15);
+  // The top plane m[0], then the run of 2-bit planes down to m[1] + 1 coded in bulk.
+  __m256i code0, run, below;
+  top_plane_and_run_avx2(u, sfx, m, code0, run, below);
+  const __m256i jstart = _mm256_add_epi32(run, one);
+  {
+    or_wide(out, shl_wide({_mm256_and_si256(code0, seven), zero}, pos));
+    const __m256i p2 = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(code0, 8), fifteen));
+    const wide_bits rbits{spread2_avx2(below), spread2_avx2(_mm256_srli_epi32(below, 16))};
+    const __m256i room = _mm256_max_epi32(_mm256_sub_epi32(vmax, p2), zero);
+    or_wide(out, shl_wide(rbits, p2));
+    pos = _mm256_add_epi32(p2, _mm256_min_epi32(_mm256_add_epi32(run, run), room));
+  }
+  // The other planes with fewer than 4 significant, one per step through the table, up to
+  // plane j4 = m[0] - m[3] + 1 (all when u[3] = 0).
+  const __m256i u3zero = _mm256_cmpeq_epi32(u[3], zero);
+  const __m256i j4 = _mm256_add_epi32(_mm256_sub_epi32(m[0], _mm256_andnot_si256(u3zero, m[3])), one);
+  const int budget = static_cast<int>(maxbits) - 9;
+  const int tmax = budget / 2 + 2 < 32 ? budget / 2 + 2 : 32;
+  for (int t0 = 0; t0 < tmax; t0 += 4) {
+    for (int t = t0; t < t0 + 4; ++t) {
+      const __m256i c = stepped_plane_code_avx2(u, m, _mm256_add_epi32(jstart, _mm256_set1_epi32(t)), j4);
+      or_wide(out, shl_wide({_mm256_and_si256(c, seven), zero}, pos));
+      pos = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(c, 8), fifteen));
+    }
+    const __m256i busy = _mm256_and_si256(_mm256_cmpgt_epi32(vmax, pos),
+                                          _mm256_cmpgt_epi32(j4, _mm256_add_epi32(jstart, _mm256_set1_epi32(t0 + 4))));
+    if (_mm256_movemask_epi8(busy) == 0) break;
+  }
+  // From plane k = m[0] - j4 down all four are significant: each plane is its 4 bits verbatim.
+  // At least 13 bits precede (see encode_batch_f32_narrow), so at most 51 are left: 13 planes.
+  // Planes k..k-7 and k-8..k-15 of coefficient i to byte i (plane k - b at bit 7 - b), then
+  // rotated to nibbles (plane k - b in nibble b).
+  {
+    const __m256i k = _mm256_sub_epi32(m[0], j4);
+    const __m256i sh = _mm256_sub_epi32(_mm256_set1_epi32(31), _mm256_max_epi32(k, zero));
+    __m256i g[4];
+    for (int i = 0; i < 4; ++i) g[i] = _mm256_sllv_epi32(u[i], sh);  // plane k at bit 31 (below plane 0: 0s)
+    const __m256i top = _mm256_or_si256(
+        _mm256_or_si256(byte_move<3, 0>(g[0]), byte_move<3, 1>(g[1])),
+        _mm256_or_si256(byte_move<3, 2>(g[2]), _mm256_and_si256(g[3], _mm256_set1_epi32(static_cast<int>(0xff000000u)))));
+    const __m256i next = _mm256_or_si256(
+        _mm256_or_si256(byte_move<2, 0>(g[0]), byte_move<2, 1>(g[1])),
+        _mm256_or_si256(byte_move<2, 2>(g[2]), byte_move<2, 3>(g[3])));
+    const __m256i ok = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero, k), _mm256_cmpgt_epi32(vmax, pos));
+    const wide_bits w = shl_wide({bytes_to_raw_planes(top), bytes_to_raw_planes(next)}, pos);
+    out.lo = _mm256_or_si256(out.lo, _mm256_and_si256(w.lo, ok));
+    out.hi = _mm256_or_si256(out.hi, _mm256_and_si256(w.hi, ok));
+  }
+  const __m256i keep = _mm256_xor_si256(_mm256_cmpeq_epi32(amax, zero), _mm256_set1_epi32(-1));
+  const __m256i himask = maxbits >= 64 ? _mm256_set1_epi32(-1) : _mm256_set1_epi32(static_cast<int>((1u << (maxbits - 32)) - 1));
+  const __m256i lo = _mm256_and_si256(out.lo, keep), hi = _mm256_and_si256(_mm256_and_si256(out.hi, himask), keep);
+  // (lo, hi) lanes -> 64-bit blocks 0..7
+  const __m256i a = _mm256_unpacklo_epi32(lo, hi), b = _mm256_unpackhi_epi32(lo, hi);  // blocks 0,1,4,5 / 2,3,6,7
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(bits), _mm256_permute2x128_si256(a, b, 0x20));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(bits + 4), _mm256_permute2x128_si256(a, b, 0x31));
+}
+
+// One plane of every lane (dec_table32_spread): s = the lane's next 7 stream bits (from pos);
+// the plane's bit of coefficient i goes to bit 7 - T of byte i of acc (step T of the 8 that
+// acc collects; the earliest plane highest).
 template <int T>
-HCOMM_ZFP_AVX2_FN void narrow_step(__m256i rest, __m256i vbudget, const int* table, __m256i& pos, __m256i& j,
-                                   __m256i& n, __m256i& acc) {
+HCOMM_ZFP_AVX2_FN void plane_step(__m256i s, __m256i vbudget, const int* table, __m256i& pos, __m256i& j, __m256i& n,
+                                  __m256i& acc) {
   // r = bits left to the lane (0 once its budget is spent, all 32 planes are done or all four
   // coefficients are significant), at most 7
   const __m256i live = _mm256_and_si256(_mm256_cmpgt_epi32(_mm256_set1_epi32(32), j),
                                         _mm256_cmpgt_epi32(_mm256_set1_epi32(4), n));
   const __m256i left = _mm256_and_si256(_mm256_sub_epi32(vbudget, pos), live);
   const __m256i r = _mm256_min_epu32(left, _mm256_set1_epi32(7));
-  const __m256i s = _mm256_and_si256(_mm256_srlv_epi32(rest, pos), _mm256_set1_epi32(127));
-  const __m256i idx = _mm256_add_epi32(_mm256_slli_epi32(_mm256_add_epi32(_mm256_slli_epi32(n, 3), r), 7), s);
+  const __m256i idx = _mm256_add_epi32(_mm256_slli_epi32(_mm256_add_epi32(_mm256_slli_epi32(n, 3), r), 7),
+                                       _mm256_and_si256(s, _mm256_set1_epi32(127)));
   const __m256i c = _mm256_i32gather_epi32(table, idx, 4);  // spread x | len << 1 | n' << 4
   pos = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(c, 1), _mm256_set1_epi32(7)));
   n = _mm256_and_si256(_mm256_srli_epi32(c, 4), _mm256_set1_epi32(7));
@@ -1218,7 +1394,7 @@ HCOMM_ZFP_AVX2_FN void narrow_step(__m256i rest, __m256i vbudget, const int* tab
   acc = _mm256_or_si256(acc, _mm256_slli_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x01010101)), 7 - T));
 }
 // Whether any lane has budget and planes left with fewer than 4 coefficients significant.
-HCOMM_ZFP_AVX2_FN bool narrow_busy(__m256i pos, __m256i j, __m256i n, __m256i vbudget) {
+HCOMM_ZFP_AVX2_FN bool batch_busy(__m256i pos, __m256i j, __m256i n, __m256i vbudget) {
   const __m256i more = _mm256_and_si256(_mm256_cmpgt_epi32(vbudget, pos), _mm256_cmpgt_epi32(_mm256_set1_epi32(32), j));
   return _mm256_movemask_epi8(_mm256_and_si256(more, _mm256_cmpgt_epi32(_mm256_set1_epi32(4), n))) != 0;
 }
@@ -1230,153 +1406,170 @@ HCOMM_ZFP_AVX2_FN __m256i even_bits_avx2(__m256i x) {
   x = _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 4)), _mm256_set1_epi32(0x00FF00FF));
   return _mm256_and_si256(_mm256_or_si256(x, _mm256_srli_epi32(x, 8)), _mm256_set1_epi32(0x0000FFFF));
 }
-// One batch's decoding state in decode_batches_f32_narrow (8 blocks, one per 32-bit lane).
-struct narrow_batch {
-  __m256i words, rest, z, pos, j, n, first, j0, c0b, base, acc[3];
+// Index of the lowest set bit of each 32-bit lane (x a power of two or 0; 0 gives -127, a
+// huge unsigned value), through the exponent of its float conversion (2^31 converts to -2^31:
+// its sign is masked off where bit 31 may be set, Top31).
+template <bool Top31>
+HCOMM_ZFP_AVX2_FN __m256i lowest_bit_index(__m256i low) {
+  __m256i ex = _mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(low)), 23);
+  if constexpr (Top31) ex = _mm256_and_si256(ex, _mm256_set1_epi32(0xff));
+  return _mm256_sub_epi32(ex, _mm256_set1_epi32(127));
+}
+// One batch's decoding state in decode_batches_f32_avx2 (8 blocks, one per 32-bit lane; Wide:
+// blocks of 33..64 bits in pairs of lanes, up to 32 stepped planes in 4 accumulators; else
+// blocks of at most 32 bits, .hi unused, up to 24 steps in 3).
+template <bool Wide>
+struct avx2_batch {
+  wide_bits words, rest;
+  __m256i z, pos, j, n, first, j0, c0b, base, acc[Wide ? 4 : 3];
+  // The next stream bits from budget bit p (at least 7 of them, 0 past the budget).
+  HCOMM_ZFP_AVX2_FN __m256i next_bits(__m256i p) const {
+    if constexpr (Wide) return shr_wide(rest, p).lo;
+    else return _mm256_srlv_epi32(rest.lo, p);
+  }
 };
 // The batch's 8 blocks of maxbits bits (block l at stream bit p0 + l maxbits), one per lane.
-HCOMM_ZFP_AVX2_FN __m256i narrow_load(const word_reader& rd, std::size_t p0, unsigned maxbits, bool aligned32) {
-  if (aligned32) return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rd.base + p0 / 8));
-  alignas(32) std::uint32_t w[batch_lanes];
-  for (int l = 0; l < batch_lanes; ++l)
-    w[l] = static_cast<std::uint32_t>(rd.peek(p0 + static_cast<std::size_t>(l) * maxbits) & low_mask(maxbits));
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(w));
+template <bool Wide>
+HCOMM_ZFP_AVX2_FN wide_bits batch_load(const word_reader& rd, std::size_t p0, unsigned maxbits) {
+  if constexpr (Wide) {
+    if (maxbits == 64 && (p0 & 63u) == 0) {  // rate 16: blocks are whole words
+      const __m256 a = _mm256_loadu_ps(reinterpret_cast<const float*>(rd.base + p0 / 8));       // blocks 0..3
+      const __m256 b = _mm256_loadu_ps(reinterpret_cast<const float*>(rd.base + p0 / 8 + 32));  // blocks 4..7
+      // 32-bit halves: even = lo, odd = hi; shuffle_ps gives blocks 0,1,4,5 | 2,3,6,7 per 64 bits
+      const __m256i lo = _mm256_castps_si256(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)));
+      const __m256i hi = _mm256_castps_si256(_mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+      return {_mm256_permute4x64_epi64(lo, _MM_SHUFFLE(3, 1, 2, 0)), _mm256_permute4x64_epi64(hi, _MM_SHUFFLE(3, 1, 2, 0))};
+    }
+    alignas(32) std::uint32_t lo[batch_lanes], hi[batch_lanes];
+    for (int l = 0; l < batch_lanes; ++l) {
+      const u64 w = rd.peek(p0 + static_cast<std::size_t>(l) * maxbits) & low_mask(maxbits);
+      lo[l] = static_cast<std::uint32_t>(w);
+      hi[l] = static_cast<std::uint32_t>(w >> 32);
+    }
+    return {_mm256_load_si256(reinterpret_cast<const __m256i*>(lo)), _mm256_load_si256(reinterpret_cast<const __m256i*>(hi))};
+  } else {
+    if (maxbits == 32 && (p0 & 31u) == 0)  // rate 8: one load per batch
+      return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rd.base + p0 / 8)), _mm256_setzero_si256()};
+    alignas(32) std::uint32_t w[batch_lanes];
+    for (int l = 0; l < batch_lanes; ++l)
+      w[l] = static_cast<std::uint32_t>(rd.peek(p0 + static_cast<std::size_t>(l) * maxbits) & low_mask(maxbits));
+    return {_mm256_load_si256(reinterpret_cast<const __m256i*>(w)), _mm256_setzero_si256()};
+  }
 }
 // Up to the stepped planes: the run of empty planes, the first plane with a set bit and the
 // bulk run of 2-bit planes while only coefficient 0 is significant.
-HCOMM_ZFP_AVX2_FN void narrow_begin(narrow_batch& s, __m256i words, __m256i vbudget, const int* table) {
+template <bool Wide>
+HCOMM_ZFP_AVX2_FN void batch_begin(avx2_batch<Wide>& s, wide_bits words, __m256i vbudget, const int* table) {
   const __m256i zero = _mm256_setzero_si256(), vone = _mm256_set1_epi32(1);
   s.words = words;
-  s.rest = _mm256_srli_epi32(words, 9);  // the budget's bits (0 above it)
-  // z = empty planes before the first group test 1 (at most the budget): the exponent of
-  // the lowest set bit of rest | 2^budget, converted to float (exact below 2^24).
-  const __m256i guard = _mm256_or_si256(s.rest, _mm256_sllv_epi32(vone, vbudget));
-  const __m256i low = _mm256_and_si256(guard, _mm256_sub_epi32(zero, guard));
-  s.z = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(low)), 23), _mm256_set1_epi32(127));
+  // the budget's bits (0 above it)
+  if constexpr (Wide) s.rest = shr_wide(words, _mm256_set1_epi32(9));
+  else s.rest = {_mm256_srli_epi32(words.lo, 9), zero};
+  // z = empty planes before the first group test 1 (at most the budget, and at most 32: all
+  // planes empty), from the lowest set bit of rest | 2^budget.
+  if constexpr (Wide) {
+    const wide_bits guard = {_mm256_or_si256(s.rest.lo, _mm256_sllv_epi32(vone, vbudget)),
+                             _mm256_or_si256(s.rest.hi, _mm256_sllv_epi32(vone, _mm256_sub_epi32(vbudget, _mm256_set1_epi32(32))))};
+    const __m256i zlo = lowest_bit_index<true>(_mm256_and_si256(guard.lo, _mm256_sub_epi32(zero, guard.lo)));
+    const __m256i zhi = _mm256_add_epi32(lowest_bit_index<true>(_mm256_and_si256(guard.hi, _mm256_sub_epi32(zero, guard.hi))),
+                                         _mm256_set1_epi32(32));
+    s.z = _mm256_min_epu32(_mm256_blendv_epi8(zlo, zhi, _mm256_cmpeq_epi32(guard.lo, zero)), _mm256_set1_epi32(32));
+  } else {  // the budget is at most 23 bits: exact in a float, no sign
+    const __m256i guard = _mm256_or_si256(s.rest.lo, _mm256_sllv_epi32(vone, vbudget));
+    s.z = lowest_bit_index<false>(_mm256_and_si256(guard, _mm256_sub_epi32(zero, guard)));
+  }
   s.pos = s.z;
   s.j = s.z;
   s.n = zero;
   s.first = zero;
   // The first plane with a set bit (afterwards n >= 1), at bit 7 of each coefficient's byte of first.
-  narrow_step<0>(s.rest, vbudget, table, s.pos, s.j, s.n, s.first);
+  plane_step<0>(s.next_bits(s.pos), vbudget, table, s.pos, s.j, s.n, s.first);
   // If only coefficient 0 is significant, a run of 2-bit planes follows (its bit, then a 0
   // group test) up to the plane whose group test is 1: decoded in bulk into c0b, the bits of
   // coefficient 0 from plane 31 - j0 down (as decode_batch_f32 does).
   s.j0 = s.j;
-  const __m256i sbits = _mm256_srlv_epi32(s.rest, s.pos);
   const __m256i room = _mm256_sub_epi32(vbudget, s.pos);  // >= 0
-  const __m256i tests = _mm256_or_si256(even_bits_avx2(_mm256_srli_epi32(sbits, 1)), _mm256_set1_epi32(1 << 16));
-  const __m256i tlow = _mm256_and_si256(tests, _mm256_sub_epi32(zero, tests));
-  __m256i run = _mm256_sub_epi32(_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(tlow)), 23),
-                                 _mm256_set1_epi32(127));
+  __m256i tests, c0;
+  if constexpr (Wide) {  // up to 27 planes of 2 bits: the tests and coefficient-0 bits of both halves
+    const wide_bits sbits = shr_wide(s.rest, s.pos), sb1 = shr_wide(sbits, vone);
+    tests = _mm256_or_si256(even_bits_avx2(sb1.lo), _mm256_slli_epi32(even_bits_avx2(sb1.hi), 16));
+    c0 = _mm256_or_si256(even_bits_avx2(sbits.lo), _mm256_slli_epi32(even_bits_avx2(sbits.hi), 16));
+  } else {  // at most 11 planes: 16 tests are plenty, and a guard at 16 keeps the float exact
+    const __m256i sbits = _mm256_srlv_epi32(s.rest.lo, s.pos);
+    tests = _mm256_or_si256(even_bits_avx2(_mm256_srli_epi32(sbits, 1)), _mm256_set1_epi32(1 << 16));
+    c0 = even_bits_avx2(sbits);
+  }
+  __m256i run = lowest_bit_index<Wide>(_mm256_and_si256(tests, _mm256_sub_epi32(zero, tests)));  // no test 1: huge
   run = _mm256_min_epu32(run, _mm256_srli_epi32(room, 1));
   run = _mm256_min_epu32(run, _mm256_sub_epi32(_mm256_set1_epi32(32), s.j));
   run = _mm256_and_si256(run, _mm256_cmpeq_epi32(s.n, vone));
-  s.c0b = _mm256_and_si256(even_bits_avx2(sbits), _mm256_sub_epi32(_mm256_sllv_epi32(vone, run), vone));
+  s.c0b = _mm256_and_si256(c0, _mm256_sub_epi32(_mm256_sllv_epi32(vone, run), vone));
   s.pos = _mm256_add_epi32(s.pos, _mm256_add_epi32(run, run));
   s.j = _mm256_add_epi32(s.j, run);
   s.base = s.j;
-  s.acc[0] = s.acc[1] = s.acc[2] = zero;
+  for (auto& a : s.acc) a = zero;
 }
-// Steps T0..T0+3 (bits 7 - T of each byte of accumulator A) of K batches, interleaved: each step is a chain
-// of dependent gathers, so K independent chains keep the gather unit busy.
-template <int K, int A, int T0>
-HCOMM_ZFP_AVX2_FN void narrow_steps4(narrow_batch* s, __m256i vbudget, const int* table) {
-  for (int q = 0; q < K; ++q) narrow_step<T0>(s[q].rest, vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
-  for (int q = 0; q < K; ++q) narrow_step<T0 + 1>(s[q].rest, vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
-  for (int q = 0; q < K; ++q) narrow_step<T0 + 2>(s[q].rest, vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
-  for (int q = 0; q < K; ++q) narrow_step<T0 + 3>(s[q].rest, vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
+// Steps T0..T0+3 (bits 7 - T of each byte of accumulator A) of K batches, interleaved: each
+// step is a chain of dependent gathers, so K independent chains keep the gather unit busy.
+template <int K, int A, int T0, bool Wide>
+HCOMM_ZFP_AVX2_FN void batch_steps4(avx2_batch<Wide>* s, __m256i vbudget, const int* table) {
+  for (int q = 0; q < K; ++q) plane_step<T0>(s[q].next_bits(s[q].pos), vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
+  for (int q = 0; q < K; ++q) plane_step<T0 + 1>(s[q].next_bits(s[q].pos), vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
+  for (int q = 0; q < K; ++q) plane_step<T0 + 2>(s[q].next_bits(s[q].pos), vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
+  for (int q = 0; q < K; ++q) plane_step<T0 + 3>(s[q].next_bits(s[q].pos), vbudget, table, s[q].pos, s[q].j, s[q].n, s[q].acc[A]);
 }
-template <int K>
-HCOMM_ZFP_AVX2_FN bool narrow_any_busy(const narrow_batch* s, __m256i vbudget) {
+template <int K, bool Wide>
+HCOMM_ZFP_AVX2_FN bool batches_busy(const avx2_batch<Wide>* s, __m256i vbudget) {
   bool busy = false;
-  for (int q = 0; q < K; ++q) busy |= narrow_busy(s[q].pos, s[q].j, s[q].n, vbudget);
+  for (int q = 0; q < K; ++q) busy |= batch_busy(s[q].pos, s[q].j, s[q].n, vbudget);
   return busy;
-}
-// pshufb mask: byte I of every 32-bit lane to byte To, the other bytes 0.
-template <int I, int To>
-HCOMM_ZFP_AVX2_FN __m256i byte_move(__m256i x) {
-  static_assert(I >= 0 && I <= 3 && To >= 1 && To <= 3, "byte_move: byte I in 0..3 to byte To in 1..3");
-  constexpr char z = -128;  // pshufb: a byte of 0
-  constexpr char a = static_cast<char>(I), b = static_cast<char>(4 + I), c = static_cast<char>(8 + I),
-                 d = static_cast<char>(12 + I);
-  const __m256i m = To == 3   ? _mm256_setr_epi8(z, z, z, a, z, z, z, b, z, z, z, c, z, z, z, d,  //
-                                                 z, z, z, a, z, z, z, b, z, z, z, c, z, z, z, d)
-                    : To == 2 ? _mm256_setr_epi8(z, z, a, z, z, z, b, z, z, z, c, z, z, z, d, z,  //
-                                                 z, z, a, z, z, z, b, z, z, z, c, z, z, z, d, z)
-                              : _mm256_setr_epi8(z, a, z, z, z, b, z, z, z, c, z, z, z, d, z, z,  //
-                                                 z, a, z, z, z, b, z, z, z, c, z, z, z, d, z, z);
-  return _mm256_shuffle_epi8(x, m);
-}
-// The same byte permutation in every 32-bit lane (byte d of the result = byte S<d> of x).
-template <int S0, int S1, int S2, int S3>
-HCOMM_ZFP_AVX2_FN __m256i bytes_permute(__m256i x) {
-  return _mm256_shuffle_epi8(x, _mm256_setr_epi8(S0, S1, S2, S3, 4 + S0, 4 + S1, 4 + S2, 4 + S3, 8 + S0, 8 + S1,
-                                                 8 + S2, 8 + S3, 12 + S0, 12 + S1, 12 + S2, 12 + S3, S0, S1, S2,
-                                                 S3, 4 + S0, 4 + S1, 4 + S2, 4 + S3, 8 + S0, 8 + S1, 8 + S2, 8 + S3,
-                                                 12 + S0, 12 + S1, 12 + S2, 12 + S3));
-}
-// Exchanges bit p and bit p + S of each 32-bit lane for the p in M.
-template <int S, int M>
-HCOMM_ZFP_AVX2_FN __m256i delta_swap(__m256i x) {
-  const __m256i t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi32(x, S)), _mm256_set1_epi32(M));
-  return _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi32(t, S)));
-}
-// Raw planes, nibble k = plane 31 - j - k (bit 4k + i = coefficient i) -> byte i, bit 7 - k:
-// the rotation of the 5 bit-index bits (k, i) -> (i, 7 - k) as two byte permutations and three
-// delta swaps (found by a search over index-bit swaps; the test against libzfp covers it).
-HCOMM_ZFP_AVX2_FN __m256i raw_planes_to_bytes(__m256i x) {
-  x = bytes_permute<2, 0, 3, 1>(x);
-  x = delta_swap<4, 0x00F000F0>(x);
-  x = bytes_permute<3, 2, 1, 0>(x);
-  x = delta_swap<7, 0x00AA00AA>(x);
-  return delta_swap<14, 0x0000CCCC>(x);
-}
-// Bit k -> bit 31 - k of each 32-bit lane.
-HCOMM_ZFP_AVX2_FN __m256i bitrev32_avx2(__m256i x) {
-  const __m256i rev4 = _mm256_setr_epi8(0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15,  //
-                                        0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15);
-  const __m256i lo4 = _mm256_set1_epi8(0x0F);
-  x = bytes_permute<3, 2, 1, 0>(x);
-  const __m256i lo = _mm256_shuffle_epi8(rev4, _mm256_and_si256(x, lo4));
-  const __m256i hi = _mm256_shuffle_epi8(rev4, _mm256_and_si256(_mm256_srli_epi16(x, 4), lo4));
-  return _mm256_or_si256(_mm256_slli_epi16(lo, 4), hi);
 }
 // Coefficient I's bits from the batch's pieces, each placed at its planes (bit p = plane p).
 // A piece with coefficient I's bits in byte I, bit b = plane 24 + b - off, is moved to the top
 // byte and shifted right by off (shifts of 32 or more give 0: planes below 0 fall off).
-template <int I>
-HCOMM_ZFP_AVX2_FN __m256i narrow_coefficient(const narrow_batch& s, __m256i raw) {
-  // steps: acc[w] bit b of byte I = plane 31 - base - 8w - (7 - b), so acc[0], acc[1], acc[2]
-  // are bytes 3, 2, 1 of one word shifted right by base
-  const __m256i steps = _mm256_or_si256(_mm256_or_si256(byte_move<I, 3>(s.acc[0]), byte_move<I, 2>(s.acc[1])),
-                                        byte_move<I, 1>(s.acc[2]));
+template <int I, bool Wide>
+HCOMM_ZFP_AVX2_FN __m256i batch_coefficient(const avx2_batch<Wide>& s, wide_bits raw) {
+  // steps: acc[w] bit b of byte I = plane 31 - base - 8w - (7 - b), so acc[0], acc[1], ...
+  // are bytes 3, 2, ... of one word shifted right by base
+  __m256i steps = _mm256_or_si256(_mm256_or_si256(byte_move<I, 3>(s.acc[0]), byte_move<I, 2>(s.acc[1])),
+                                  byte_move<I, 1>(s.acc[2]));
+  if constexpr (Wide) steps = _mm256_or_si256(steps, byte_move<I, 0>(s.acc[3]));
   __m256i u = _mm256_srlv_epi32(steps, s.base);
   u = _mm256_or_si256(u, _mm256_srlv_epi32(byte_move<I, 3>(s.first), s.z));  // bit 7: plane 31 - z
-  u = _mm256_or_si256(u, _mm256_srlv_epi32(byte_move<I, 3>(raw), s.j));      // bit 7 - k: plane 31 - j - k
+  u = _mm256_or_si256(u, _mm256_srlv_epi32(byte_move<I, 3>(raw.lo), s.j));   // bit 7 - k: plane 31 - j - k
+  if constexpr (Wide)  // raw planes 8..15: bit 7 - k = plane 31 - j - 8 - k
+    u = _mm256_or_si256(u, _mm256_srlv_epi32(byte_move<I, 3>(raw.hi), _mm256_add_epi32(s.j, _mm256_set1_epi32(8))));
   if constexpr (I == 0)  // c0b bit m = plane 31 - j0 - m
     u = _mm256_or_si256(u, _mm256_srlv_epi32(bitrev32_avx2(s.c0b), s.j0));
   return u;
 }
 // (float) q * fa * fb, in that order, or +0 outside keep.
-HCOMM_ZFP_AVX2_FN __m256 narrow_value(__m256i q, __m256 fa, __m256 fb, __m256 keep) {
+HCOMM_ZFP_AVX2_FN __m256 batch_value(__m256i q, __m256 fa, __m256 fb, __m256 keep) {
   return _mm256_and_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), fa), fb), keep);
 }
 // The raw 4-bit planes after all four are significant, then every coefficient's bits to its
 // planes, then the values (finish_batch_f32 in AVX2: negabinary, inverse lift, scale by the
 // block exponent), stored block by block.
-HCOMM_ZFP_AVX2_FN void narrow_finish(const narrow_batch& s, float* v) {
+template <bool Wide>
+HCOMM_ZFP_AVX2_FN void batch_finish(const avx2_batch<Wide>& s, float* v) {
   // Once all four are significant, the rest of the budget is raw 4-bit planes from plane
-  // 31 - j on (bits past the budget are 0 in rest; planes past plane 0 fall off the end).
+  // 31 - j on (bits past the budget are 0 in rest; planes past plane 0 fall off the end):
+  // at most 19 bits (5 planes) in a narrow block, 51 (13 planes) in a wide one.
   const __m256i raw_ok = _mm256_and_si256(_mm256_cmpeq_epi32(s.n, _mm256_set1_epi32(4)),
                                           _mm256_cmpgt_epi32(_mm256_set1_epi32(32), s.j));
-  const __m256i raw = raw_planes_to_bytes(_mm256_and_si256(_mm256_srlv_epi32(s.rest, s.pos), raw_ok));
+  wide_bits raw;
+  if constexpr (Wide) {
+    const wide_bits r = shr_wide(s.rest, s.pos);
+    raw = {raw_planes_to_bytes(_mm256_and_si256(r.lo, raw_ok)), raw_planes_to_bytes(_mm256_and_si256(r.hi, raw_ok))};
+  } else {
+    raw = {raw_planes_to_bytes(_mm256_and_si256(_mm256_srlv_epi32(s.rest.lo, s.pos), raw_ok)), _mm256_setzero_si256()};
+  }
   const __m256i nb = _mm256_set1_epi32(static_cast<int>(traits<float>::nbmask));
   // negabinary -> two's complement, then inv_lift (wrapping 32-bit arithmetic, >> arithmetic)
-  __m256i x = _mm256_sub_epi32(_mm256_xor_si256(narrow_coefficient<0>(s, raw), nb), nb);
-  __m256i y = _mm256_sub_epi32(_mm256_xor_si256(narrow_coefficient<1>(s, raw), nb), nb);
-  __m256i z = _mm256_sub_epi32(_mm256_xor_si256(narrow_coefficient<2>(s, raw), nb), nb);
-  __m256i w = _mm256_sub_epi32(_mm256_xor_si256(narrow_coefficient<3>(s, raw), nb), nb);
+  __m256i x = _mm256_sub_epi32(_mm256_xor_si256(batch_coefficient<0>(s, raw), nb), nb);
+  __m256i y = _mm256_sub_epi32(_mm256_xor_si256(batch_coefficient<1>(s, raw), nb), nb);
+  __m256i z = _mm256_sub_epi32(_mm256_xor_si256(batch_coefficient<2>(s, raw), nb), nb);
+  __m256i w = _mm256_sub_epi32(_mm256_xor_si256(batch_coefficient<3>(s, raw), nb), nb);
   y = _mm256_add_epi32(y, _mm256_srai_epi32(w, 1));
   w = _mm256_sub_epi32(w, _mm256_srai_epi32(y, 1));
   y = _mm256_add_epi32(y, w);
@@ -1389,7 +1582,7 @@ HCOMM_ZFP_AVX2_FN void narrow_finish(const narrow_batch& s, float* v) {
   x = _mm256_sub_epi32(_mm256_slli_epi32(x, 1), w);
   // 2^(e - 157) as two normal factors fa * fb, applied in that order (as finish_batch_f32);
   // fb = 0 below e = 8 (libzfp's scale is 0 there); a zero block (header bit 0) gives +0.
-  const __m256i e = _mm256_and_si256(_mm256_srli_epi32(s.words, 1), _mm256_set1_epi32(0xff));
+  const __m256i e = _mm256_and_si256(_mm256_srli_epi32(s.words.lo, 1), _mm256_set1_epi32(0xff));
   const __m256i d = _mm256_sub_epi32(e, _mm256_set1_epi32(157));
   const __m256i sa = _mm256_srai_epi32(d, 1), sb = _mm256_sub_epi32(d, sa);
   const __m256i bias = _mm256_set1_epi32(traits<float>::ebias);
@@ -1397,9 +1590,9 @@ HCOMM_ZFP_AVX2_FN void narrow_finish(const narrow_batch& s, float* v) {
   const __m256 fb = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(_mm256_add_epi32(sb, bias), 23),
                                                          _mm256_cmpgt_epi32(e, _mm256_set1_epi32(7))));
   const __m256 keep = _mm256_castsi256_ps(_mm256_sub_epi32(_mm256_setzero_si256(),
-                                                           _mm256_and_si256(s.words, _mm256_set1_epi32(1))));
-  const __m256 c0 = narrow_value(x, fa, fb, keep), c1 = narrow_value(y, fa, fb, keep);
-  const __m256 c2 = narrow_value(z, fa, fb, keep), c3 = narrow_value(w, fa, fb, keep);
+                                                           _mm256_and_si256(s.words.lo, _mm256_set1_epi32(1))));
+  const __m256 c0 = batch_value(x, fa, fb, keep), c1 = batch_value(y, fa, fb, keep);
+  const __m256 c2 = batch_value(z, fa, fb, keep), c3 = batch_value(w, fa, fb, keep);
   // 4 coefficients x 8 lanes -> 8 blocks of 4 values
   const __m256 t0 = _mm256_unpacklo_ps(c0, c1), t1 = _mm256_unpackhi_ps(c0, c1);  // lanes 0,1,4,5 / 2,3,6,7
   const __m256 t2 = _mm256_unpacklo_ps(c2, c3), t3 = _mm256_unpackhi_ps(c2, c3);
@@ -1411,32 +1604,36 @@ HCOMM_ZFP_AVX2_FN void narrow_finish(const narrow_batch& s, float* v) {
   _mm256_storeu_ps(v + 24, _mm256_permute2f128_ps(b26, b37, 0x31));
 }
 // K consecutive batches from stream bit p0 into v[0 .. 32K).
-template <int K>
-HCOMM_ZFP_AVX2_FN void narrow_batches(const word_reader& rd, std::size_t p0, unsigned maxbits, bool aligned32,
-                                      __m256i vbudget, const int* table, float* v) {
-  narrow_batch s[K];
+template <int K, bool Wide>
+HCOMM_ZFP_AVX2_FN void decode_batches(const word_reader& rd, std::size_t p0, unsigned maxbits, __m256i vbudget,
+                                      const int* table, float* v) {
+  avx2_batch<Wide> s[K];
   for (int q = 0; q < K; ++q)
-    narrow_begin(s[q], narrow_load(rd, p0 + static_cast<std::size_t>(q) * batch_lanes * maxbits, maxbits, aligned32),
-                 vbudget, table);
+    batch_begin(s[q], batch_load<Wide>(rd, p0 + static_cast<std::size_t>(q) * batch_lanes * maxbits, maxbits), vbudget,
+                table);
   // Then one plane per step while fewer than 4 are significant; step t -> accumulator t / 8.
-  // The budget is at most 23 bits, so at most 23 steps.
-  if (narrow_any_busy<K>(s, vbudget)) {
-    narrow_steps4<K, 0, 0>(s, vbudget, table);
-    if (narrow_any_busy<K>(s, vbudget)) {
-      narrow_steps4<K, 0, 4>(s, vbudget, table);
-      if (narrow_any_busy<K>(s, vbudget)) {
-        narrow_steps4<K, 1, 0>(s, vbudget, table);
-        if (narrow_any_busy<K>(s, vbudget)) {
-          narrow_steps4<K, 1, 4>(s, vbudget, table);
-          if (narrow_any_busy<K>(s, vbudget)) {
-            narrow_steps4<K, 2, 0>(s, vbudget, table);
-            if (narrow_any_busy<K>(s, vbudget)) narrow_steps4<K, 2, 4>(s, vbudget, table);
-          }
-        }
-      }
-    }
+  // Each stepped plane but the last takes at least 2 bits: at most 13 steps in a budget of 23
+  // bits (narrow; 3 accumulators leave room), at most 29 in 55 bits (wide; 4 accumulators).
+  if (!batches_busy<K>(s, vbudget)) goto done;
+  batch_steps4<K, 0, 0>(s, vbudget, table);
+  if (!batches_busy<K>(s, vbudget)) goto done;
+  batch_steps4<K, 0, 4>(s, vbudget, table);
+  if (!batches_busy<K>(s, vbudget)) goto done;
+  batch_steps4<K, 1, 0>(s, vbudget, table);
+  if (!batches_busy<K>(s, vbudget)) goto done;
+  batch_steps4<K, 1, 4>(s, vbudget, table);
+  if (!batches_busy<K>(s, vbudget)) goto done;
+  batch_steps4<K, 2, 0>(s, vbudget, table);
+  if (!batches_busy<K>(s, vbudget)) goto done;
+  batch_steps4<K, 2, 4>(s, vbudget, table);
+  if constexpr (Wide) {
+    if (!batches_busy<K>(s, vbudget)) goto done;
+    batch_steps4<K, 3, 0>(s, vbudget, table);
+    if (!batches_busy<K>(s, vbudget)) goto done;
+    batch_steps4<K, 3, 4>(s, vbudget, table);
   }
-  for (int q = 0; q < K; ++q) narrow_finish(s[q], v + 4 * batch_lanes * q);
+done:
+  for (int q = 0; q < K; ++q) batch_finish(s[q], v + 4 * batch_lanes * q);
 }
 
 // Decodes `batches` x 8 float blocks of 12 <= maxbits <= 32 bits (rates 3..8; block l of
@@ -1450,22 +1647,23 @@ HCOMM_ZFP_AVX2_FN void narrow_batches(const word_reader& rd, std::size_t p0, uns
 // planes after all four are significant are taken in bulk at the end. The steps collect each
 // coefficient's plane bits in a byte of its own, relative to the lane's first stepped plane
 // (step t -> bit 7 - t % 8 of accumulator t / 8: every step of a live lane is one plane), so
-// their position is a compile-time shift; narrow_finish moves every piece (first plane, bulk
+// their position is a compile-time shift; batch_finish moves every piece (first plane, bulk
 // run of coefficient 0, stepped planes, raw planes) to its absolute planes and forms the
 // values, all in AVX2. Two batches are decoded side by side (their steps interleaved) so that
 // one's gathers run while the other's wait; the steps stop when both are done.
-// (Called from the AVX2 variant of decode_group_kernel only.)
-__attribute__((target("avx2,bmi2,lzcnt"))) inline void decode_batches_f32_narrow(const word_reader& rd, std::size_t p0,
-                                                                                 unsigned maxbits,
-                                                                                 std::size_t batches, float* v) {
+// decode_batches_f32_avx2<true>: the same for 33 <= maxbits <= 64 (rates 9..16), each block in a
+// pair of 32-bit lanes (wide_bits). (Called from the AVX2 variant of decode_group_kernel only.)
+template <bool Wide>
+__attribute__((target("avx2,bmi2,lzcnt"))) inline void decode_batches_f32_avx2(const word_reader& rd, std::size_t p0,
+                                                                               unsigned maxbits, std::size_t batches,
+                                                                               float* v) {
   const __m256i vbudget = _mm256_set1_epi32(static_cast<int>(maxbits - 9));  // bits after the 9-bit header
   const int* table = reinterpret_cast<const int*>(dec_table32_spread.v);
-  const bool aligned32 = maxbits == 32 && (p0 & 31u) == 0;  // rate 8: one load per batch
   const std::size_t step = batch_lanes * maxbits;
   std::size_t b = 0;
   for (; b + 2 <= batches; b += 2, p0 += 2 * step, v += 8 * batch_lanes)
-    narrow_batches<2>(rd, p0, maxbits, aligned32, vbudget, table, v);
-  for (; b < batches; ++b, p0 += step, v += 4 * batch_lanes) narrow_batches<1>(rd, p0, maxbits, aligned32, vbudget, table, v);
+    decode_batches<2, Wide>(rd, p0, maxbits, vbudget, table, v);
+  for (; b < batches; ++b, p0 += step, v += 4 * batch_lanes) decode_batches<1, Wide>(rd, p0, maxbits, vbudget, table, v);
 }
 #undef HCOMM_ZFP_AVX2_FN
 #endif
@@ -1524,6 +1722,7 @@ struct encode_group_kernel {
             u64 bits[batch_lanes];
 #if HCOMM_ZFP_CLONES
             if (maxbits >= 12 && maxbits <= 32) encode_batch_f32_narrow(p, maxbits, bits);
+            else if (maxbits > 32) encode_batch_f32_wide(p, maxbits, bits);
             else
 #endif
               encode_batch_f32(p, maxbits, bits);
@@ -1593,9 +1792,10 @@ struct decode_group_kernel {
     std::size_t b = 0;
     if constexpr (Batch && std::is_same_v<T, float>) {
 #if HCOMM_ZFP_CLONES
-      if (maxbits >= 12 && maxbits <= 32) {  // whole batches of 8 blocks
+      if (maxbits >= 12 && maxbits <= 64) {  // whole batches of 8 blocks
         const std::size_t batches = nvals / (4 * batch_lanes);
-        decode_batches_f32_narrow(rd, p, maxbits, batches, out + first);
+        if (maxbits <= 32) decode_batches_f32_avx2<false>(rd, p, maxbits, batches, out + first);
+        else decode_batches_f32_avx2<true>(rd, p, maxbits, batches, out + first);
         b = batches * batch_lanes;
         p += b * maxbits;
       }
