@@ -12,7 +12,9 @@
 // max_error (against a float64 reference computed from every rank's input), rel_error
 // (max_error / largest reference magnitude), codec_seconds (slowest rank's encode+decode time
 // in the last iteration), identical (every rank holds the same bytes;
-// null where ranks hold different results), data, round (0-based, with --rounds N).
+// null where ranks hold different results), data, threshold, segment, idle_sleep_us and
+// idle_wait_us (asked / resolved), validate (the per-collective cross-rank check, on unless
+// --no-validate), round (0-based, with --rounds N).
 #include <mpi.h>
 
 #include <algorithm>
@@ -38,6 +40,7 @@ struct args {
   bool baseline = false;
   std::size_t threshold = std::size_t{1} << 20, segment = std::size_t{1} << 20;
   bool checksum = true;
+  bool validate = true;  // comm_options::validate: the per-collective cross-rank check
   int idle_sleep_us = -1;  // auto (comm_options::idle_auto)
 };
 
@@ -70,7 +73,7 @@ void usage() {
       "usage: mpirun -n P hcomm-collective [--op allreduce|allgather|reduce_scatter|p2p|broadcast[,...]]\n"
       "         [--codec none|mpc|zfp:R[,...]] [--scheme NAME [--axis dp|pp|tp]] [--baseline]\n"
       "         [--bytes 4M[,64M...]] [--iters N] [--warmup N] [--rounds N] [--data smooth|random]\n"
-      "         [--threshold BYTES] [--segment BYTES] [--no-checksum] [--idle-sleep-us N|-1]\n"
+      "         [--threshold BYTES] [--segment BYTES] [--no-checksum] [--no-validate] [--idle-sleep-us N|-1]\n"
       "With no flags: allreduce of 1M and 4M with none, mpc, zfp:16, zfp:8 and MPI_Allreduce.");
 }
 
@@ -104,6 +107,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
   opt.threshold_bytes = a.threshold;
   opt.segment_bytes = a.segment;
   opt.checksum = a.checksum;
+  opt.validate = a.validate;
   opt.idle_sleep_us = a.idle_sleep_us;
   bool ef = false;
   std::string codec_name = codec;
@@ -247,7 +251,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     std::printf(
         "{\"op\":%s,\"codec\":%s%s,\"bytes\":%zu,\"ranks\":%d,\"iters\":%d,\"seconds\":%.6g,\"min_seconds\":%.6g,"
         "\"algbw_gbs\":%.4g,\"wire_bytes\":%llu,\"raw_bytes\":%llu,\"ratio\":%.4g,\"max_error\":%.4g,"
-        "\"rel_error\":%.4g,\"codec_seconds\":%.4g,\"identical\":%s,\"data\":%s,\"threshold\":%zu,\"segment\":%zu,\"idle_sleep_us\":%d,\"idle_wait_us\":%u,\"round\":%d}\n",
+        "\"rel_error\":%.4g,\"codec_seconds\":%.4g,\"identical\":%s,\"data\":%s,\"threshold\":%zu,\"segment\":%zu,\"idle_sleep_us\":%d,\"idle_wait_us\":%u,\"validate\":%s,\"round\":%d}\n",
         json_str(op).c_str(), json_str(codec_name).c_str(),
         a.scheme.empty() || base ? "" : (",\"scheme\":" + json_str(a.scheme) + ",\"axis\":" + json_str(a.axis)).c_str(),
         bytes, p, a.iters, med, t.empty() ? 0 : t.front(), med > 0 ? bytes / med / 1e9 : 0.0,
@@ -255,7 +259,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
         res.wire ? double(res.raw) / double(res.wire) : 1.0, res.max_error,
         res.max_ref > 0 ? res.max_error / res.max_ref : 0.0, codec_s,
         res.identical < 0 ? "null" : res.identical ? "true" : "false", json_str(a.data).c_str(), a.threshold,
-        a.segment, a.idle_sleep_us, comm.context().idle_sleep_us(), round);
+        a.segment, a.idle_sleep_us, comm.context().idle_sleep_us(), a.validate ? "true" : "false", round);
     std::fflush(stdout);
   }
 }
@@ -291,6 +295,7 @@ int main(int argc, char** argv) {
       else if (f == "--threshold") a.threshold = parse_bytes(next());
       else if (f == "--segment") a.segment = parse_bytes(next());
       else if (f == "--no-checksum") a.checksum = false;
+      else if (f == "--no-validate") a.validate = false;
       else if (f == "--idle-sleep-us") {
         const std::string v = next();
         char* end = nullptr;

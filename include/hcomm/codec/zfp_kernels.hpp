@@ -8,18 +8,16 @@
 //   ex.for_each(groups, zfp_detail::encode_group_kernel<float>{...});
 //
 // Everything here is HCOMM_HOST_DEVICE and uses no library call that a GPU lacks (memcpy
-// only). The bit-plane coder is table driven on the host (tables built at compile time from
-// the same constexpr functions that the device path evaluates directly), and moves the planes
-// after all four coefficients are significant in bulk, 16 planes per 64-bit word, through a
-// 4x16 bit transpose. Float blocks of at most 64 bits (rates up to 16), the common case, go
-// through batch coders that handle 8 blocks at once as loops over lanes without data-
-// dependent branches: the host compiler vectorises them (AVX2 variant chosen at run time)
-// and they are 2-3x faster than the block-at-a-time coders, which remain for doubles, wider
-// blocks, partial groups and blocks with NaN/Inf. In the AVX2 variant, float blocks of 12..64
-// bits (rates 3..16) go through intrinsics versions of the batch coders instead (8 blocks in
-// the 32-bit lanes of a register, blocks over 32 bits in pairs of them: encode_batch_f32_narrow
-// and _wide, decode_batches_f32_avx2<Wide>); the compiler-vectorised ones are the portable
-// statement of the same steps (and code rates 1..2).
+// only), except the AVX2 batch coders, which are host-only. The bit-plane coder is table
+// driven on the host (tables built at compile time from the same constexpr functions that the
+// device path evaluates directly), and moves the planes after all four coefficients are
+// significant in bulk, 16 planes per 64-bit word, through a 4x16 bit transpose. On x86-64
+// hosts with AVX2, float blocks of 12..64 bits (rates 3..16, the common case) go through
+// batch coders that code 8 blocks at once in AVX2 intrinsics, without data-dependent
+// branches (8 blocks in the 32-bit lanes of a register, blocks over 32 bits in pairs of them:
+// encode_batch_f32_narrow / _wide, decode_batches_f32_avx2<Wide>), 2-10x faster than the
+// block-at-a-time coders, which remain for doubles, wider blocks, partial groups, blocks
+// with NaN/Inf, CUDA and other hosts.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -45,11 +43,8 @@
 
 // x86-64 hosts: the group kernels are compiled twice, for the baseline instruction set and for
 // AVX2 (+BMI2, LZCNT), from the same C++ body, and pick at run time. Only the AVX2 variant
-// uses the batch coders below (written so that the compiler vectorises them across 8 blocks,
-// which needs AVX2's variable shifts and gathers; without them they are slower than the
-// block-at-a-time coders, which the baseline variant, CUDA and other hosts use) and their
-// intrinsics versions for blocks of at most 32 bits. The bytes are the same (libzfp's) either
-// way. Define HCOMM_ZFP_NO_CLONES to build the baseline only.
+// uses the batch coders. The bytes are the same (libzfp's) either way. Define
+// HCOMM_ZFP_NO_CLONES to build the baseline only.
 #if !defined(__CUDACC__) && !defined(HCOMM_ZFP_NO_CLONES) && defined(__x86_64__) && \
     (defined(__GNUC__) || defined(__clang__))
 #define HCOMM_ZFP_CLONES 1
@@ -573,55 +568,19 @@ HCOMM_ZFP_INLINE void encode_block(const T* v, unsigned maxbits, Writer& wr) {
   wr.skip(rem);
 }
 
-// ---- eight float blocks at once, for blocks of at most 64 bits -------------------------------
-// The same coding as encode_block, organised so that nothing but the bit position is carried
-// from plane to plane: the number of coefficients significant before plane k is known up
-// front, n(k) = #{i : m[i] > k}, so each plane's code is one lookup in a table indexed by
-// (n, plane bits), and the block's bits are the codes of consecutive planes laid end to end
-// until the budget is spent. Written as loops over 8 independent lanes (one block each) with
-// no data-dependent branch, so that the host compiler vectorises them (AVX2 variant below)
-// and consecutive blocks overlap instead of serialising on mispredicted branches. Only for
-// float (every plane is coded: kmin = 0) with 8 whole blocks of finite values.
+// ---- eight float blocks at once (AVX2 host variant) ------------------------------------------
+// The batch coders code 8 float blocks of 12..64 bits (rates 3..16) side by side, one block per
+// 32-bit lane of an AVX2 register (a pair of lanes for blocks over 32 bits), with no data-
+// dependent branch, so that consecutive blocks overlap instead of serialising on mispredicted
+// branches. They code exactly as encode_block / decode_block, organised so that nothing but
+// the bit position is carried from plane to plane: the number of coefficients significant
+// before plane k is known up front, n(k) = #{i : m[i] > k}, so each plane's code is one table
+// lookup (a gather) indexed by (n, plane bits), and a block's bits are the codes of its
+// consecutive planes laid end to end until the budget is spent. Only float (every plane is
+// coded: kmin = 0), 8 whole blocks of finite values; everything else goes block by block.
 inline constexpr int batch_lanes = 8;
 
-// Bit helpers of the batch coders, plain shifts and masks so that they vectorise.
-HCOMM_HOST_DEVICE std::uint32_t bitrev32(std::uint32_t x) {
-  x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
-  x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
-  x = ((x >> 4) & 0x0F0F0F0Fu) | ((x & 0x0F0F0F0Fu) << 4);
-  x = ((x >> 8) & 0x00FF00FFu) | ((x & 0x00FF00FFu) << 8);
-  return (x >> 16) | (x << 16);
-}
-HCOMM_HOST_DEVICE u64 spread2(std::uint32_t v) {  // bit i -> bit 2i
-  u64 x = v;
-  x = (x | (x << 16)) & 0x0000FFFF0000FFFFull;
-  x = (x | (x << 8)) & 0x00FF00FF00FF00FFull;
-  x = (x | (x << 4)) & 0x0F0F0F0F0F0F0F0Full;
-  x = (x | (x << 2)) & 0x3333333333333333ull;
-  return (x | (x << 1)) & 0x5555555555555555ull;
-}
-HCOMM_HOST_DEVICE std::uint32_t even_bits(u64 x) {  // bit 2i -> bit i
-  x &= 0x5555555555555555ull;
-  x = (x | (x >> 1)) & 0x3333333333333333ull;
-  x = (x | (x >> 2)) & 0x0F0F0F0F0F0F0F0Full;
-  x = (x | (x >> 4)) & 0x00FF00FF00FF00FFull;
-  x = (x | (x >> 8)) & 0x0000FFFF0000FFFFull;
-  return static_cast<std::uint32_t>(x | (x >> 16));
-}
-// Trailing zeros of a 32-bit word, 32 for 0; on the host through the exponent of the lowest
-// set bit converted to float (exact for a power of two), which vectorises.
-HCOMM_HOST_DEVICE unsigned ctz32_or32(std::uint32_t x) {
-#if defined(__CUDA_ARCH__)
-  return x ? static_cast<unsigned>(__ffs(static_cast<int>(x)) - 1) : 32u;
-#else
-  const std::uint32_t low = x & (0u - x);
-  const float f = static_cast<float>(static_cast<std::int32_t>(low));  // 2^31 comes out as -2^31
-  const unsigned e = (to_bits(f) >> 23) & 0xffu;
-  const unsigned zero = 0u - static_cast<unsigned>(x == 0);  // (a mask, not a branch)
-  return ((e - 127u) & ~zero) | (32u & zero);
-#endif
-}
-
+// enc_plane(n, x) at index 16 n + x (the encoder's plane table).
 struct enc_table32_t {
   std::uint32_t v[80];
 };
@@ -631,137 +590,6 @@ constexpr enc_table32_t make_enc_table32() {
   return t;
 }
 inline constexpr enc_table32_t enc_table32 = make_enc_table32();
-
-// bits[l] = the maxbits <= 64 bits of block l (values v[4l .. 4l+3]), for 8 blocks.
-HCOMM_ZFP_INLINE void encode_batch_f32(const float* v, unsigned maxbits, u64* bits) {
-  using Tr = traits<float>;
-  constexpr int L = batch_lanes;
-  std::uint32_t u[4][L], amax[L];
-  int m[4][L];
-  for (int l = 0; l < L; ++l) {  // (unrolled by hand: the vectoriser wants a flat body)
-    const float x0 = v[4 * l], x1 = v[4 * l + 1], x2 = v[4 * l + 2], x3 = v[4 * l + 3];
-    const std::uint32_t a0 = to_bits(x0) & Tr::absmask, a1 = to_bits(x1) & Tr::absmask;
-    const std::uint32_t a2 = to_bits(x2) & Tr::absmask, a3 = to_bits(x3) & Tr::absmask;
-    const std::uint32_t a01 = a0 > a1 ? a0 : a1, a23 = a2 > a3 ? a2 : a3;
-    amax[l] = a01 > a23 ? a01 : a23;
-    const int e = static_cast<int>(amax[l] >> Tr::mbits) + 1;
-    const int sexp = 30 - (e - Tr::ebias);
-    // libzfp's scale overflows to +inf for sexp > 127 and x86 converts that to INT_MIN.
-    // (Computed without a branch around the multiply, which the vectoriser could not remove.)
-    const std::int32_t tiny = -static_cast<std::int32_t>(sexp > Tr::ebias);  // all ones or 0
-    const int sclamp = sexp < Tr::ebias ? sexp : Tr::ebias;
-    const float s = from_bits<float>(static_cast<std::uint32_t>(sclamp + Tr::ebias) << Tr::mbits);
-    // |x * s| < 2^30 always
-    std::int32_t q0 = static_cast<std::int32_t>(x0 * s), q1 = static_cast<std::int32_t>(x1 * s);
-    std::int32_t q2 = static_cast<std::int32_t>(x2 * s), q3 = static_cast<std::int32_t>(x3 * s);
-    q0 = (q0 & ~tiny) | (INT_MIN & tiny);
-    q1 = (q1 & ~tiny) | (INT_MIN & tiny);
-    q2 = (q2 & ~tiny) | (INT_MIN & tiny);
-    q3 = (q3 & ~tiny) | (INT_MIN & tiny);
-    fwd_lift(q0, q1, q2, q3);
-    u[0][l] = (static_cast<std::uint32_t>(q0) + Tr::nbmask) ^ Tr::nbmask;
-    u[1][l] = (static_cast<std::uint32_t>(q1) + Tr::nbmask) ^ Tr::nbmask;
-    u[2][l] = (static_cast<std::uint32_t>(q2) + Tr::nbmask) ^ Tr::nbmask;
-    u[3][l] = (static_cast<std::uint32_t>(q3) + Tr::nbmask) ^ Tr::nbmask;
-  }
-  for (int l = 0; l < L; ++l) {  // m[i]: top set plane of u[i] | ... | u[3] (0 when none)
-    const std::uint32_t s3 = u[3][l], s2 = u[2][l] | s3, s1 = u[1][l] | s2, s0 = u[0][l] | s1;
-    m[0][l] = 63 - clz64(static_cast<u64>(s0) | 1u);
-    m[1][l] = 63 - clz64(static_cast<u64>(s1) | 1u);
-    m[2][l] = 63 - clz64(static_cast<u64>(s2) | 1u);
-    m[3][l] = 63 - clz64(static_cast<u64>(s3) | 1u);
-  }
-  u64 out[L];
-  unsigned pos[L];
-  for (int l = 0; l < L; ++l) {  // header, then one 0 bit per empty plane above m[0]
-    const unsigned e = (amax[l] >> Tr::mbits) + 1;
-    out[l] = 2 * static_cast<u64>(e) + 1;
-    const unsigned z = static_cast<unsigned>(31 - m[0][l]), left = maxbits - (1 + Tr::ebits);
-    pos[l] = 1 + Tr::ebits + (z < left ? z : left);
-  }
-  // The top plane m[0] makes coefficient 0 (and maybe more) significant. If it is alone, the
-  // planes down to m[1] + 1 (or to plane 0 when u[1..3] = 0) cost 2 bits each, its bit and a
-  // 0 group test: that run is coded in bulk from u[0]'s bits, reversed and spread out.
-  int jstart[L];
-  std::uint32_t code0[L], below[L];
-  for (int l = 0; l < L; ++l) {  // (32-bit lanes here, 64-bit ones in the next loop)
-    const int k = m[0][l];
-    const unsigned x = (u[0][l] >> k & 1u) | (u[1][l] >> k & 1u) << 1 | (u[2][l] >> k & 1u) << 2 |
-                       (u[3][l] >> k & 1u) << 3;
-#if defined(__CUDA_ARCH__)
-    code0[l] = enc_plane(0, x);
-#else
-    code0[l] = enc_table32.v[x];
-#endif
-    const int m1 = (u[1][l] | u[2][l] | u[3][l]) ? m[1][l] : -1;
-    const int run = m1 < k ? k - m1 - 1 : 0;  // planes k-1 .. m1+1
-    jstart[l] = 1 + run;
-    // planes k-1 .. m1+1 of u[0] to bits 0 .. run-1 (k = 0: nothing)
-    const std::uint32_t top = (u[0][l] << ((32 - k) & 31)) & (0u - static_cast<std::uint32_t>(k > 0));
-    below[l] = bitrev32(top) & ((1u << run) - 1u);  // run <= 31
-  }
-  for (int l = 0; l < L; ++l) {
-    unsigned p = pos[l];
-    out[l] |= (static_cast<u64>(code0[l] & 0x7fu) << (p & 63u)) & (u64{0} - static_cast<u64>(p < 64));
-    p += (code0[l] >> 8) & 15u;
-    const u64 runbits = spread2(below[l]);
-    const unsigned room = (maxbits - p) & (0u - static_cast<unsigned>(p < maxbits));
-    const unsigned want = 2 * static_cast<unsigned>(jstart[l] - 1);
-    // (bits past the budget are cut at the end: nothing is coded after them)
-    out[l] |= (runbits << (p & 63u)) & (u64{0} - static_cast<u64>(p < 64));
-    pos[l] = p + (want < room ? want : room);
-  }
-  // The other planes with fewer than 4 significant coefficients, one per step, through the
-  // table: up to plane j4 = m[0] - m[3] + 1 (all of them when u[3] = 0, for which m[3] = 0
-  // says nothing). Each costs at least 2 bits, so this many steps fill any budget; stop early
-  // once every lane is full or past them.
-  int j4[L];
-  for (int l = 0; l < L; ++l) j4[l] = u[3][l] ? m[0][l] - m[3][l] + 1 : m[0][l] + 1;
-  const int budget = static_cast<int>(maxbits) - (1 + Tr::ebits);
-  const int tmax = budget / 2 + 2 < 32 ? budget / 2 + 2 : 32;
-  for (int t0 = 0; t0 < tmax; t0 += 4) {
-    for (int t = t0; t < t0 + 4; ++t) {
-      for (int l = 0; l < L; ++l) {
-        const int j = jstart[l] + t;
-        const int k = m[0][l] - j;
-        const unsigned sh = static_cast<unsigned>(k < 0 ? 0 : k);
-        const unsigned x = ((u[0][l] >> sh) & 1u) | ((u[1][l] >> sh) & 1u) << 1 | ((u[2][l] >> sh) & 1u) << 2 |
-                           ((u[3][l] >> sh) & 1u) << 3;
-        const unsigned n = static_cast<unsigned>(m[0][l] > k) + static_cast<unsigned>(m[1][l] > k) +
-                           static_cast<unsigned>(m[2][l] > k) + static_cast<unsigned>(m[3][l] > k);
-#if defined(__CUDA_ARCH__)
-        const unsigned code = enc_plane(n, x);
-#else
-        const unsigned code = enc_table32.v[n * 16 + x];
-#endif
-        // nothing below plane 0 or from plane j4 on (coded in bulk below)
-        const unsigned c = code & (0u - (static_cast<unsigned>(k >= 0) & static_cast<unsigned>(j < j4[l])));
-        const unsigned p = pos[l];
-        out[l] |= (static_cast<u64>(c & 0x7fu) << (p & 63u)) & (u64{0} - static_cast<u64>(p < 64));
-        pos[l] = p + ((c >> 8) & 15u);
-      }
-    }
-    unsigned busy = 0;
-    for (int l = 0; l < L; ++l)
-      busy |= static_cast<unsigned>(pos[l] < maxbits) & static_cast<unsigned>(jstart[l] + t0 + 4 < j4[l]);
-    if (!busy) break;
-  }
-  // From plane m[3] - 1 down all four are significant: each plane is its 4 bits verbatim, and
-  // the <= 55 bits left are the top of one 16-plane window.
-  for (int l = 0; l < L; ++l) {
-    const int k = m[0][l] - j4[l];
-    const unsigned sh = 31u - static_cast<unsigned>(k < 0 ? 0 : k);
-    const u64 f0 = (u[0][l] << sh) >> 16, f1 = (u[1][l] << sh) >> 16;
-    const u64 f2 = (u[2][l] << sh) >> 16, f3 = (u[3][l] << sh) >> 16;
-    const u64 W = fields_to_planes(f0 | f1 << 16 | f2 << 32 | f3 << 48);
-    // Planes below 0 come out of the window as 0 bits and bits past the budget are cut at the
-    // end, so the window goes in whole.
-    const unsigned p = pos[l];
-    out[l] |= (W << (p & 63u)) & (u64{0} - (static_cast<u64>(p < maxbits) & static_cast<u64>(k >= 0)));
-  }
-  const u64 mask = low_mask(maxbits);
-  for (int l = 0; l < L; ++l) bits[l] = amax[l] == 0 ? 0 : out[l] & mask;
-}
 
 // Decodes one block of maxbits bits, read through rd.peek(q) (64 bits from block bit q, only
 // called with q < maxbits), into v[4]. Mirrors libzfp 1.0's decode_block (fixed rate, no
@@ -875,138 +703,11 @@ HCOMM_ZFP_INLINE void decode_block(const Source& rd, unsigned maxbits, T* v) {
   for (int i = 0; i < 4; ++i) v[i] = static_cast<T>(q[i]) * s;
 }
 
+// A decoder plane table: 5 * 8 * 128 entries, index (n * 8 + r) * 128 + s (n significant,
+// r budget bits left, s the next 7 stream bits).
 struct dec_table32_t {
-  std::uint32_t v[5 * 8 * 128];  // index (n * 8 + r) * 128 + s
+  std::uint32_t v[5 * 8 * 128];
 };
-constexpr dec_table32_t make_dec_table32() {
-  dec_table32_t t{};
-  for (unsigned n = 0; n <= 4; ++n)
-    for (unsigned r = 0; r < 8; ++r)
-      for (unsigned s = 0; s < 128; ++s) t.v[(n * 8 + r) * 128 + s] = dec_plane_cut(n, s, r);
-  return t;
-}
-inline constexpr dec_table32_t dec_table32 = make_dec_table32();
-
-// One plane of one lane of decode_batch_f32: bits = the block, pos = next bit, n = significant
-// coefficients, j = planes done (plane 31 - j is next), ns0/ns1 = nibble j of planes 0..15
-// and 16..31. Nothing happens once the budget is spent, all 32 planes are done or n = 4.
-HCOMM_ZFP_INLINE void decode_plane_step(u64 bits, unsigned maxbits, unsigned& pos, unsigned& n, unsigned& j,
-                                        u64& ns0, u64& ns1) {
-  const unsigned p = pos, jj = j;
-  // bits left in the budget (0 once it is spent or all 32 planes are done), at most 7
-  // (n = 4: raw planes, decoded in bulk by the caller)
-  const unsigned live = 0u - (static_cast<unsigned>(p < maxbits) & static_cast<unsigned>(jj < 32) &
-                              static_cast<unsigned>(n < 4));
-  const unsigned left = (maxbits - p) & live;
-  const unsigned r = left < 7u ? left : 7u;
-  const unsigned s = static_cast<unsigned>(bits >> (p & 63u)) & 127u;
-#if defined(__CUDA_ARCH__)
-  const unsigned c = dec_plane_cut(n, s, r);
-#else
-  const unsigned c = dec_table32.v[(n * 8 + r) * 128 + s];
-#endif
-  const u64 x = c & 15u;
-  const u64 lo = u64{0} - static_cast<u64>(jj < 16), hi = u64{0} - static_cast<u64>((jj >> 4) == 1);
-  ns0 |= (x << ((4 * jj) & 63u)) & lo;
-  ns1 |= (x << ((4 * jj) & 63u)) & hi;
-  pos = p + ((c >> 4) & 15u);
-  n = c >> 8;
-  j = jj + (r != 0);
-}
-
-// The end of a batch decode: 8 blocks' bit planes -> values. bits[l] = block l (for its
-// header), ns0/ns1[l] = nibbles j = 0..15 / 16..31 (nibble j = plane 31 - j, bit i =
-// coefficient i), c0[l] = bits of coefficient 0 decoded in bulk (or 0).
-HCOMM_ZFP_INLINE void finish_batch_f32(const u64* bits, const u64* ns0, const u64* ns1, const std::uint32_t* c0,
-                                       float* v) {
-  using Tr = traits<float>;
-  for (int l = 0; l < batch_lanes; ++l) {
-    const u64 f0 = planes_to_fields(ns0[l]), f1 = planes_to_fields(ns1[l]);  // planes 31..16, 15..0
-    std::int32_t q[4];
-    for (int i = 0; i < 4; ++i) {
-      std::uint32_t u = static_cast<std::uint32_t>(((f0 >> (16 * i)) & 0xffffu) << 16 | ((f1 >> (16 * i)) & 0xffffu));
-      u |= i == 0 ? c0[l] : 0u;
-      q[i] = static_cast<std::int32_t>((u ^ Tr::nbmask) - Tr::nbmask);
-    }
-    inv_lift(q[0], q[1], q[2], q[3]);
-    // 2^(e - 157) as two normal factors (the same result: the product of q and the first is a
-    // float times a power of 2 that neither overflows nor underflows, so it is exact).
-    const int e = static_cast<int>(bits[l] >> 1) & 0xff;
-    const int sa = (e - 157) >> 1, sb = (e - 157) - sa;
-    const float fa = from_bits<float>(static_cast<std::uint32_t>(sa + Tr::ebias) << Tr::mbits);
-    // libzfp's scale 2^(e - 157) is 0 below the smallest subnormal (e < 8), and so is ours.
-    const float fb = from_bits<float>((static_cast<std::uint32_t>(sb + Tr::ebias) << Tr::mbits) &
-                                      (0u - static_cast<std::uint32_t>(e >= 8)));
-    const std::uint32_t keep = 0u - static_cast<std::uint32_t>(bits[l] & 1u);  // zero block: +0
-    for (int i = 0; i < 4; ++i) v[4 * l + i] = from_bits<float>(to_bits(static_cast<float>(q[i]) * fa * fb) & keep);
-  }
-}
-
-// Decodes 8 float blocks of maxbits <= 64 bits each (block l at stream bit p0 + l * maxbits)
-// into v[0..31]. The same decoding as decode_block, as loops over 8 lanes that the compiler
-// vectorises: each step decodes one plane of every lane through a table that also covers a
-// budget ending inside the plane (r < 7 bits left), so no lane needs a branch.
-HCOMM_ZFP_INLINE void decode_batch_f32(const word_reader& rd, std::size_t p0, unsigned maxbits, float* v) {
-  using Tr = traits<float>;
-  constexpr int L = batch_lanes;
-  u64 bits[L], ns0[L], ns1[L];
-  unsigned pos[L], n[L], j[L];
-  const u64 mask = low_mask(maxbits);
-  for (int l = 0; l < L; ++l) bits[l] = rd.peek(p0 + static_cast<std::size_t>(l) * maxbits) & mask;
-  for (int l = 0; l < L; ++l) {  // header, then the run of empty planes (0 group tests)
-    // (bit 63 set: no branch for an empty rest; the budget caps z below 55 anyway)
-    unsigned z = static_cast<unsigned>(ctz64((bits[l] >> (1 + Tr::ebits)) | (u64{1} << 63)));
-    const unsigned left = maxbits - (1 + Tr::ebits);
-    z = z < left ? z : left;
-    z = z < 32u ? z : 32u;
-    pos[l] = 1 + Tr::ebits + z;
-    j[l] = z;
-    n[l] = 0;
-    ns0[l] = 0;
-    ns1[l] = 0;
-  }
-  // The first plane with a set bit: afterwards n >= 1.
-  for (int l = 0; l < L; ++l) decode_plane_step(bits[l], maxbits, pos[l], n[l], j[l], ns0[l], ns1[l]);
-  // If only coefficient 0 is significant, a run of planes of 2 bits each (its bit, then a 0
-  // group test) follows, up to the plane whose group test is 1: decoded in bulk into c0, the
-  // bits of u[0] (the scalar decoder's quiet runs, for n = 1 only).
-  std::uint32_t c0[L];
-  for (int l = 0; l < L; ++l) {
-    const unsigned p = pos[l], jj = j[l];
-    const u64 s = (bits[l] >> (p & 63u)) & (u64{0} - static_cast<u64>(p < 64));
-    const unsigned room = (maxbits - p) & (0u - static_cast<unsigned>(p < maxbits));
-    const unsigned first = ctz32_or32(even_bits(s >> 1));  // fields before the first group test 1
-    unsigned run = first < room / 2 ? first : room / 2;    // <= 27
-    run = run < 32 - jj ? run : 32 - jj;
-    run = run & (0u - static_cast<unsigned>(n[l] == 1));
-    const std::uint32_t b = even_bits(s) & ((1u << run) - 1u);
-    c0[l] = bitrev32(b) >> (jj & 31u);
-    pos[l] = p + 2 * run;
-    j[l] = jj + run;
-  }
-  for (;;) {
-    for (int t = 0; t < 4; ++t)
-      for (int l = 0; l < L; ++l) decode_plane_step(bits[l], maxbits, pos[l], n[l], j[l], ns0[l], ns1[l]);
-    unsigned busy = 0;
-    for (int l = 0; l < L; ++l)
-      busy |= static_cast<unsigned>(pos[l] < maxbits) & static_cast<unsigned>(j[l] < 32) & static_cast<unsigned>(n[l] < 4);
-    if (!busy) break;
-  }
-  // Once all four are significant, the rest of the budget is raw planes of 4 bits: nibble j on.
-  for (int l = 0; l < L; ++l) {
-    const unsigned p = pos[l], jj = j[l];
-    const unsigned ok = 0u - (static_cast<unsigned>(p < maxbits) & static_cast<unsigned>(jj < 32) &
-                              static_cast<unsigned>(n[l] == 4));
-    // Bits past the budget are 0 (masked above), and bits past plane 0 (only possible from
-    // nibble 16 on) are shifted out of ns1.
-    const u64 raw = (bits[l] >> (p & 63u)) & (u64{0} - static_cast<u64>(ok & 1u));
-    const unsigned o = (4 * jj) & 63u;  // nibble offset in ns0 (jj < 16) or ns1
-    const u64 lo = u64{0} - static_cast<u64>(jj < 16);
-    ns0[l] |= (raw << o) & lo;
-    ns1[l] |= ((raw >> ((64 - o) & 63u)) & lo & (u64{0} - static_cast<u64>(o != 0))) | ((raw << o) & ~lo);
-  }
-  finish_batch_f32(bits, ns0, ns1, c0, v);
-}
 
 #if HCOMM_ZFP_CLONES
 // The same planes for the AVX2 decoder (decode_batches_f32_avx2<false>), laid out so that its
@@ -1023,14 +724,6 @@ constexpr dec_table32_t make_dec_table32_spread() {
   return t;
 }
 inline constexpr dec_table32_t dec_table32_spread = make_dec_table32_spread();
-
-// (hi:lo) |= (h:l) << sh for 0 <= sh (nothing from sh >= 128), without a branch.
-HCOMM_ZFP_INLINE void or_shl128(u64 l, u64 h, unsigned sh, u64& lo, u64& hi) {
-  const unsigned a = sh & 63u;
-  const u64 below = u64{0} - static_cast<u64>(sh < 64), within = u64{0} - static_cast<u64>(sh >= 64 && sh < 128);
-  lo |= (l << a) & below;
-  hi |= (((h << a) | ((l >> 1) >> (63u - a))) & below) | ((l << a) & within);
-}
 
 #define HCOMM_ZFP_AVX2_FN __attribute__((target("avx2,bmi2,lzcnt"), always_inline)) inline
 // Bit sh of u[i] -> bit i, lane-wise (one bit plane of 8 blocks).
@@ -1132,9 +825,10 @@ HCOMM_ZFP_AVX2_FN __m256i bitrev32_avx2(__m256i x) {
   const __m256i hi = _mm256_shuffle_epi8(rev4, _mm256_and_si256(_mm256_srli_epi16(x, 4), lo4));
   return _mm256_or_si256(_mm256_slli_epi16(lo, 4), hi);
 }
-// The top plane m[0] (code0: its table code) and the run of 2-bit planes down to m[1] + 1
-// while coefficient 0 is alone (run planes; below = their coefficient-0 bits, the highest
-// plane in bit 0). (encode_batch_f32's third loop.)
+// The top plane m[0] (code0: its table code) makes coefficient 0 (and maybe more)
+// significant. If it is alone, the planes down to m[1] + 1 (or to plane 0 when u[1..3] = 0)
+// cost 2 bits each, its bit and a 0 group test: that run (run planes) is coded in bulk from
+// u[0]'s bits, reversed (below: the highest plane in bit 0) and spread out by the caller.
 HCOMM_ZFP_AVX2_FN void top_plane_and_run_avx2(const __m256i* u, const __m256i* sfx, const __m256i* m, __m256i& code0,
                                               __m256i& run, __m256i& below) {
   const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
@@ -1170,15 +864,9 @@ HCOMM_ZFP_AVX2_FN __m256i stepped_plane_code_avx2(const __m256i* u, const __m256
   return _mm256_and_si256(code, keep);
 }
 
-// Encodes 8 float blocks (v[0..31], finite) of 12 <= maxbits <= 32 bits (rates 3..8) into
-// bits[0..7]: encode_batch_f32 in AVX2 intrinsics with the 8 blocks in the 32-bit lanes of
-// one register (a block of at most 32 bits is built in one 32-bit lane; shifts by 32 or more
-// give 0 there, which is what the budget cut wants). Same bits as encode_batch_f32, step for
-// step; the comments there say why each step is what it is. (AVX2 variant only.)
 // The batch coders' common start, 8 float blocks (v[0..31], finite) in the 32-bit lanes:
 // amax = largest |value| bits, e = block exponent + 1 (the header's), u[i] = coefficient i in
 // negabinary, sfx[i] = u[i] | ... | u[3], m[i] = top set plane of sfx[i] (0 when none).
-// (encode_batch_f32's first two loops.)
 HCOMM_ZFP_AVX2_FN void batch_planes_avx2(const float* v, __m256i& amax, __m256i& e, __m256i* u, __m256i* sfx,
                                          __m256i* m) {
   const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
@@ -1203,6 +891,8 @@ HCOMM_ZFP_AVX2_FN void batch_planes_avx2(const float* v, __m256i& amax, __m256i&
   e = _mm256_add_epi32(_mm256_srli_epi32(amax, 23), one);
   const __m256i sexp = _mm256_sub_epi32(_mm256_set1_epi32(157), e);  // 30 - (e - 127)
   const __m256i ebias = _mm256_set1_epi32(127);
+  // libzfp's scale overflows to +inf for sexp > 127 and x86 converts that to INT_MIN; |x * s|
+  // < 2^30 otherwise
   const __m256i tiny = _mm256_cmpgt_epi32(sexp, ebias);
   const __m256 sc = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_min_epi32(sexp, ebias), ebias), 23));
   const __m256i intmin = _mm256_set1_epi32(INT_MIN);
@@ -1235,6 +925,10 @@ HCOMM_ZFP_AVX2_FN void batch_planes_avx2(const float* v, __m256i& amax, __m256i&
   }
 }
 
+// Encodes 8 float blocks (v[0..31], finite) of 12 <= maxbits <= 32 bits (rates 3..8) into
+// bits[0..7], the 8 blocks in the 32-bit lanes of one register (a block of at most 32 bits is
+// built in one 32-bit lane; shifts by 32 or more give 0 there, which is what the budget cut
+// wants). The bits are encode_block's. (AVX2 variant only.)
 __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(const float* v, unsigned maxbits,
                                                                                u64* bits) {
   const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
@@ -1261,7 +955,9 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(c
     pos = _mm256_add_epi32(p2, _mm256_min_epi32(want, room));
   }
   // The other planes with fewer than 4 significant, one per step through the table, up to
-  // plane j4 = m[0] - m[3] + 1 (all when u[3] = 0).
+  // plane j4 = m[0] - m[3] + 1 (all of them when u[3] = 0, for which m[3] = 0 says nothing).
+  // Each costs at least 2 bits, so budget / 2 + 2 steps fill any budget; stop early once
+  // every lane is full or past them.
   const __m256i u3zero = _mm256_cmpeq_epi32(u[3], zero);
   const __m256i j4 = _mm256_add_epi32(_mm256_sub_epi32(m[0], _mm256_andnot_si256(u3zero, m[3])), one);
   const int budget = static_cast<int>(maxbits) - 9;
@@ -1289,6 +985,8 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(c
         _mm256_or_si256(_mm256_or_si256(window_nibble_avx2<0>(g), window_nibble_avx2<1>(g)),
                         _mm256_or_si256(window_nibble_avx2<2>(g), window_nibble_avx2<3>(g))),
         window_nibble_avx2<4>(g));
+    // planes below 0 come out of the window as 0 bits and bits past the budget are cut at the
+    // end, so the window goes in whole
     const __m256i ok = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero, k), _mm256_cmpgt_epi32(vmax, pos));
     out = _mm256_or_si256(out, _mm256_and_si256(_mm256_sllv_epi32(w, pos), ok));
   }
@@ -1486,7 +1184,7 @@ HCOMM_ZFP_AVX2_FN void batch_begin(avx2_batch<Wide>& s, wide_bits words, __m256i
   plane_step<0>(s.next_bits(s.pos), vbudget, table, s.pos, s.j, s.n, s.first);
   // If only coefficient 0 is significant, a run of 2-bit planes follows (its bit, then a 0
   // group test) up to the plane whose group test is 1: decoded in bulk into c0b, the bits of
-  // coefficient 0 from plane 31 - j0 down (as decode_batch_f32 does).
+  // coefficient 0 from plane 31 - j0 down.
   s.j0 = s.j;
   const __m256i room = _mm256_sub_epi32(vbudget, s.pos);  // >= 0
   __m256i tests, c0;
@@ -1548,8 +1246,8 @@ HCOMM_ZFP_AVX2_FN __m256 batch_value(__m256i q, __m256 fa, __m256 fb, __m256 kee
   return _mm256_and_ps(_mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(q), fa), fb), keep);
 }
 // The raw 4-bit planes after all four are significant, then every coefficient's bits to its
-// planes, then the values (finish_batch_f32 in AVX2: negabinary, inverse lift, scale by the
-// block exponent), stored block by block.
+// planes, then the values (negabinary, inverse lift, scale by the block exponent, as
+// decode_block), stored block by block.
 template <bool Wide>
 HCOMM_ZFP_AVX2_FN void batch_finish(const avx2_batch<Wide>& s, float* v) {
   // Once all four are significant, the rest of the budget is raw 4-bit planes from plane
@@ -1580,8 +1278,10 @@ HCOMM_ZFP_AVX2_FN void batch_finish(const avx2_batch<Wide>& s, float* v) {
   z = _mm256_sub_epi32(_mm256_slli_epi32(z, 1), y);
   w = _mm256_add_epi32(w, x);
   x = _mm256_sub_epi32(_mm256_slli_epi32(x, 1), w);
-  // 2^(e - 157) as two normal factors fa * fb, applied in that order (as finish_batch_f32);
-  // fb = 0 below e = 8 (libzfp's scale is 0 there); a zero block (header bit 0) gives +0.
+  // 2^(e - 157) as two normal factors fa * fb, applied in that order: the same result as
+  // libzfp's one scale, because q * fa is a float times a power of 2 that neither overflows
+  // nor underflows (exact); fb = 0 below e = 8 (libzfp's scale is 0 below the smallest
+  // subnormal); a zero block (header bit 0) gives +0.
   const __m256i e = _mm256_and_si256(_mm256_srli_epi32(s.words.lo, 1), _mm256_set1_epi32(0xff));
   const __m256i d = _mm256_sub_epi32(e, _mm256_set1_epi32(157));
   const __m256i sa = _mm256_srai_epi32(d, 1), sb = _mm256_sub_epi32(d, sa);
@@ -1636,9 +1336,9 @@ done:
   for (int q = 0; q < K; ++q) batch_finish(s[q], v + 4 * batch_lanes * q);
 }
 
-// Decodes `batches` x 8 float blocks of 12 <= maxbits <= 32 bits (rates 3..8; block l of
+// Wide = false: decodes `batches` x 8 float blocks of 12 <= maxbits <= 32 bits (rates 3..8; block l of
 // batch b at stream bit p0 + (8b + l) maxbits) into v, in AVX2 intrinsics with 8 blocks in
-// the 32-bit lanes of one register. The same decoding as decode_batch_f32, arranged so that
+// the 32-bit lanes of one register. The same decoding as decode_block, arranged so that
 // every step costs the same in every lane: after the run of empty planes (counted through a
 // float conversion of the lowest set bit), the first plane and the bulk run of 2-bit planes
 // while only coefficient 0 is significant, each step decodes one plane of every lane through
@@ -1709,8 +1409,10 @@ struct encode_group_kernel {
     word_writer wr{stream + g * (group_blocks * maxbits / 64)};
     u64 nonfinite = 0;
     for (std::size_t b = 0; b < nblk; ++b) {
+#if HCOMM_ZFP_CLONES
       if constexpr (Batch && std::is_same_v<T, float>) {
-        // Eight whole blocks of finite values at once (the common case).
+        // Eight whole blocks of finite values at once (the common case; float blocks are 12..64
+        // bits at rates 3..16).
         if (maxbits <= 64 && b % batch_lanes == 0 && nvals >= 4 * (b + batch_lanes)) {  // whole blocks only
           const float* p = in + first + 4 * b;
           std::uint32_t big = 0;
@@ -1720,18 +1422,15 @@ struct encode_group_kernel {
           }
           if (big < traits<float>::expmask) {
             u64 bits[batch_lanes];
-#if HCOMM_ZFP_CLONES
-            if (maxbits >= 12 && maxbits <= 32) encode_batch_f32_narrow(p, maxbits, bits);
-            else if (maxbits > 32) encode_batch_f32_wide(p, maxbits, bits);
-            else
-#endif
-              encode_batch_f32(p, maxbits, bits);
+            if (maxbits <= 32) encode_batch_f32_narrow(p, maxbits, bits);
+            else encode_batch_f32_wide(p, maxbits, bits);
             for (int l = 0; l < batch_lanes; ++l) wr.put(bits[l], maxbits);
             b += batch_lanes - 1;
             continue;
           }
         }
       }
+#endif
       const T* p = in + first + 4 * b;
       const unsigned m = nvals - 4 * b < 4 ? static_cast<unsigned>(nvals - 4 * b) : 4u;
       T v[4] = {T(0), T(0), T(0), T(0)};
@@ -1790,20 +1489,17 @@ struct decode_group_kernel {
     const word_reader rd{stream};
     std::size_t p = g * group_blocks * maxbits;
     std::size_t b = 0;
-    if constexpr (Batch && std::is_same_v<T, float>) {
 #if HCOMM_ZFP_CLONES
-      if (maxbits >= 12 && maxbits <= 64) {  // whole batches of 8 blocks
+    if constexpr (Batch && std::is_same_v<T, float>) {
+      if (maxbits <= 64) {  // whole batches of 8 blocks (float blocks are 12..64 bits at rates 3..16)
         const std::size_t batches = nvals / (4 * batch_lanes);
         if (maxbits <= 32) decode_batches_f32_avx2<false>(rd, p, maxbits, batches, out + first);
         else decode_batches_f32_avx2<true>(rd, p, maxbits, batches, out + first);
         b = batches * batch_lanes;
         p += b * maxbits;
       }
-#endif
-      if (maxbits <= 64)
-        for (; 4 * (b + batch_lanes) <= nvals; b += batch_lanes, p += batch_lanes * maxbits)  // whole blocks only
-          decode_batch_f32(rd, p, maxbits, out + first + 4 * b);
     }
+#endif
     for (; b < nblk; ++b, p += maxbits) {
       T* o = out + first + 4 * b;
       T v[4];
