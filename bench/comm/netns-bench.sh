@@ -21,6 +21,14 @@ OPS=${OPS:-allreduce,p2p}
 ITERS=${ITERS:-2}
 DATA=${DATA:-smooth}
 EXTRA=${EXTRA:-}  # more hcomm-collective flags, e.g. EXTRA="--idle-sleep-us 100"
+# Open MPI's allreduce algorithm for every MPI_Allreduce of the run (MPI's baseline and hcomm's
+# uncompressed path): empty = Open MPI's own choice (default); 4 = ring, 6 = Rabenseifner, ...
+# (ompi_info --param coll tuned --level 9). On these links its default choice for 4 ranks is
+# 1.6x slower than its ring, so a fair comparison runs both (bench/RESULTS.md).
+MPI_ALLREDUCE_ALG=${MPI_ALLREDUCE_ALG:-}
+if [ -n "$MPI_ALLREDUCE_ALG" ]; then
+  export OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=$MPI_ALLREDUCE_ALG
+fi
 OUT=${OUT:-$HERE/results-$(date -u +%Y%m%d).jsonl}
 [ -x "$BIN" ] || { echo "netns-bench: build hcomm-collective first ($BIN)" >&2; exit 2; }
 stamp=$(date -u +%Y-%m-%dT%H:%MZ)
@@ -29,7 +37,7 @@ for r in $RANKS; do
     echo "== $r ranks, $rate links" >&2
     "$ROOT/scripts/netns-mpirun.sh" --ranks "$r" --rate "$rate" -- \
       "$BIN" --op "$OPS" --codec "$CODECS" --baseline --bytes "$SIZES" --iters "$ITERS" --data "$DATA" $EXTRA |
-      grep '^{' | sed "s/}\$/,\"link\":\"$rate\",\"date\":\"$stamp\"}/" | tee -a "$OUT"
+      grep '^{' | sed "s/}\$/,\"link\":\"$rate\",\"date\":\"$stamp\",\"mpi_allreduce_alg\":\"${MPI_ALLREDUCE_ALG:-default}\"}/" | tee -a "$OUT"
   done
 done
 python3 "$HERE/summarize.py" "$OUT"

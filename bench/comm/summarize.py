@@ -20,6 +20,11 @@ def cell(r):
     return (r.get("link", "shm"), r["ranks"], r["op"], r["bytes"])
 
 
+def label(r):  # the codec, and Open MPI's allreduce algorithm where the run forced one
+    alg = r.get("mpi_allreduce_alg", "default")
+    return r["codec"] if alg == "default" else "{} (ompi alg {})".format(r["codec"], alg)
+
+
 def run_of(r):  # one hcomm-collective run: its start stamp (netns-bench adds it) and round
     return (r.get("date", ""), r.get("round", 0))
 
@@ -46,9 +51,9 @@ def main(paths):
             s = r["seconds"]
             ideal = b / r["ratio"] if b else None
             if b and s and r["codec"] != "mpi":
-                speedups[key + (r["codec"],)].append(b / s)
+                speedups[key + (label(r),)].append(b / s)
             print("| {} | {} | {} | {:g} | {} | {} | {:.4g} | {:.0f} | {} | {:.2f} | {} | {} | {:.3g} | {:.2g} | {} |".format(
-                link, ranks, op, nbytes / 2**20, r["codec"], r.get("round", 0), s, nbytes / s / 1e6 if s else 0,
+                link, ranks, op, nbytes / 2**20, label(r), r.get("round", 0), s, nbytes / s / 1e6 if s else 0,
                 "{:.2f}x".format(b / s) if b and s else "-", r["ratio"],
                 "{:.3g}".format(ideal) if ideal else "-", "{:.0%}".format(ideal / s) if ideal and s else "-",
                 r.get("codec_seconds", 0), r["rel_error"],
