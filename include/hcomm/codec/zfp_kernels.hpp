@@ -15,7 +15,7 @@
 // hosts with AVX2, float blocks of 12..64 bits (rates 3..16, the common case) go through
 // batch coders that code 8 blocks at once in AVX2 intrinsics, without data-dependent
 // branches (8 blocks in the 32-bit lanes of a register, blocks over 32 bits in pairs of them:
-// encode_batch_f32_narrow / _wide, decode_batches_f32_avx2<Wide>), 2-10x faster than the
+// encode_batch_f32_avx2<Wide>, decode_batches_f32_avx2<Wide>), 2-10x faster than the
 // block-at-a-time coders, which remain for doubles, wider blocks, partial groups, blocks
 // with NaN/Inf, CUDA and other hosts.
 #pragma once
@@ -734,15 +734,6 @@ HCOMM_ZFP_AVX2_FN __m256i plane_bits_avx2(const __m256i* u, __m256i sh) {
   r = _mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(u[2], sh), o), 2));
   return _mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(u[3], sh), o), 3));
 }
-// Bit 31 - T of g[i] -> bit 4T + i (plane k - T of a window whose plane k is at bit 31).
-template <int T>
-HCOMM_ZFP_AVX2_FN __m256i window_nibble_avx2(const __m256i* g) {
-  const __m256i o = _mm256_set1_epi32(1);
-  __m256i r = _mm256_setzero_si256();
-  for (int i = 0; i < 4; ++i)
-    r = _mm256_or_si256(r, _mm256_slli_epi32(_mm256_and_si256(_mm256_srli_epi32(g[i], 31 - T), o), 4 * T + i));
-  return r;
-}
 
 // pshufb mask: byte I of every 32-bit lane to byte To, the other bytes 0.
 template <int I, int To>
@@ -925,34 +916,42 @@ HCOMM_ZFP_AVX2_FN void batch_planes_avx2(const float* v, __m256i& amax, __m256i&
   }
 }
 
-// Encodes 8 float blocks (v[0..31], finite) of 12 <= maxbits <= 32 bits (rates 3..8) into
-// bits[0..7], the 8 blocks in the 32-bit lanes of one register (a block of at most 32 bits is
-// built in one 32-bit lane; shifts by 32 or more give 0 there, which is what the budget cut
-// wants). The bits are encode_block's. (AVX2 variant only.)
-__attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(const float* v, unsigned maxbits,
-                                                                               u64* bits) {
+// out |= x << at, lane-wise: pairs of lanes (Wide; nothing from at >= 64) or single lanes
+// (x.hi ignored; nothing from at >= 32).
+template <bool Wide>
+HCOMM_ZFP_AVX2_FN void put_bits(wide_bits& out, wide_bits x, __m256i at) {
+  if constexpr (Wide) or_wide(out, shl_wide(x, at));
+  else out.lo = _mm256_or_si256(out.lo, _mm256_sllv_epi32(x.lo, at));
+}
+// Encodes 8 float blocks (v[0..31], finite) into bits[0..7], the 8 blocks in the 32-bit
+// lanes of one register: Wide = false for 12 <= maxbits <= 32 (rates 3..8; a block is built in
+// one lane, and shifts by 32 or more give 0 there, which is what the budget cut wants), Wide =
+// true for 33 <= maxbits <= 64 (rates 9..16; a block in a pair of lanes, wide_bits). The bits
+// are encode_block's. (AVX2 variant only.)
+template <bool Wide>
+__attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_avx2(const float* v, unsigned maxbits,
+                                                                             u64* bits) {
   const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
   __m256i amax, e, u[4], sfx[4], m[4];
   batch_planes_avx2(v, amax, e, u, sfx, m);
   const __m256i vmax = _mm256_set1_epi32(static_cast<int>(maxbits));
   // header, then one 0 bit per empty plane above m[0]
-  __m256i out = _mm256_add_epi32(_mm256_add_epi32(e, e), one);
+  wide_bits out{_mm256_add_epi32(_mm256_add_epi32(e, e), one), zero};
   const __m256i left = _mm256_set1_epi32(static_cast<int>(maxbits - 9));
   __m256i pos = _mm256_add_epi32(_mm256_set1_epi32(9), _mm256_min_epi32(_mm256_sub_epi32(_mm256_set1_epi32(31), m[0]), left));
-  // The top plane m[0], then the run of 2-bit planes down to m[1] + 1 coded in bulk.
+  const __m256i seven = _mm256_set1_epi32(0x7f), fifteen = _mm256_set1_epi32(15);
+  // The top plane m[0], then the run of 2-bit planes down to m[1] + 1 coded in bulk (a narrow
+  // block keeps at most 23 - its first plane's bits of the run: the low 16 planes suffice).
   __m256i code0, run, below;
   top_plane_and_run_avx2(u, sfx, m, code0, run, below);
   const __m256i jstart = _mm256_add_epi32(run, one);
   {
-    const __m256i p = pos;
-    out = _mm256_or_si256(out, _mm256_sllv_epi32(_mm256_and_si256(code0, _mm256_set1_epi32(0x7f)), p));
-    const __m256i p2 = _mm256_add_epi32(p, _mm256_and_si256(_mm256_srli_epi32(code0, 8), _mm256_set1_epi32(15)));
-    // spread of the low 16 bits (only bits below 32 - p2 <= 23 of the run survive)
-    const __m256i rbits = spread2_avx2(below);
+    put_bits<Wide>(out, {_mm256_and_si256(code0, seven), zero}, pos);
+    const __m256i p2 = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(code0, 8), fifteen));
+    const wide_bits rbits{spread2_avx2(below), Wide ? spread2_avx2(_mm256_srli_epi32(below, 16)) : zero};
     const __m256i room = _mm256_max_epi32(_mm256_sub_epi32(vmax, p2), zero);
-    const __m256i want = _mm256_add_epi32(run, run);
-    out = _mm256_or_si256(out, _mm256_sllv_epi32(rbits, p2));
-    pos = _mm256_add_epi32(p2, _mm256_min_epi32(want, room));
+    put_bits<Wide>(out, rbits, p2);
+    pos = _mm256_add_epi32(p2, _mm256_min_epi32(_mm256_add_epi32(run, run), room));
   }
   // The other planes with fewer than 4 significant, one per step through the table, up to
   // plane j4 = m[0] - m[3] + 1 (all of them when u[3] = 0, for which m[3] = 0 says nothing).
@@ -965,77 +964,7 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_narrow(c
   for (int t0 = 0; t0 < tmax; t0 += 4) {
     for (int t = t0; t < t0 + 4; ++t) {
       const __m256i c = stepped_plane_code_avx2(u, m, _mm256_add_epi32(jstart, _mm256_set1_epi32(t)), j4);
-      out = _mm256_or_si256(out, _mm256_sllv_epi32(_mm256_and_si256(c, _mm256_set1_epi32(0x7f)), pos));
-      pos = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(c, 8), _mm256_set1_epi32(15)));
-    }
-    const __m256i busy = _mm256_and_si256(_mm256_cmpgt_epi32(vmax, pos),
-                                          _mm256_cmpgt_epi32(j4, _mm256_add_epi32(jstart, _mm256_set1_epi32(t0 + 4))));
-    if (_mm256_movemask_epi8(busy) == 0) break;
-  }
-  // From plane m[3] - 1 down all four are significant: each plane is its 4 bits verbatim. At
-  // least 13 bits precede this window (9 of header and at least 4 for the top plane: a group
-  // test and three 0s when only coefficient 3 is set there), so at most 19 are left: 5 planes
-  // from k = m[0] - j4 down.
-  {
-    const __m256i k = _mm256_sub_epi32(m[0], j4);
-    const __m256i sh = _mm256_sub_epi32(_mm256_set1_epi32(31), _mm256_max_epi32(k, zero));
-    __m256i g[4];
-    for (int i = 0; i < 4; ++i) g[i] = _mm256_sllv_epi32(u[i], sh);  // plane k at bit 31
-    const __m256i w = _mm256_or_si256(
-        _mm256_or_si256(_mm256_or_si256(window_nibble_avx2<0>(g), window_nibble_avx2<1>(g)),
-                        _mm256_or_si256(window_nibble_avx2<2>(g), window_nibble_avx2<3>(g))),
-        window_nibble_avx2<4>(g));
-    // planes below 0 come out of the window as 0 bits and bits past the budget are cut at the
-    // end, so the window goes in whole
-    const __m256i ok = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero, k), _mm256_cmpgt_epi32(vmax, pos));
-    out = _mm256_or_si256(out, _mm256_and_si256(_mm256_sllv_epi32(w, pos), ok));
-  }
-  const __m256i mask = maxbits >= 32 ? _mm256_set1_epi32(-1) : _mm256_set1_epi32(static_cast<int>((1u << maxbits) - 1));
-  out = _mm256_and_si256(_mm256_and_si256(out, mask), _mm256_xor_si256(_mm256_cmpeq_epi32(amax, zero), _mm256_set1_epi32(-1)));
-  alignas(32) std::uint32_t o[batch_lanes];
-  _mm256_store_si256(reinterpret_cast<__m256i*>(o), out);
-  for (int l = 0; l < batch_lanes; ++l) bits[l] = o[l];
-}
-
-// Encodes 8 float blocks (v[0..31], finite) of 33 <= maxbits <= 64 bits (rates 9..16) into
-// bits[0..7]: encode_batch_f32_narrow with each block in a pair of 32-bit lanes (wide_bits).
-// The same steps; what differs: the bulk run of coefficient-0 planes may be 31 planes long
-// (62 bits), up to 29 stepped planes fit the budget, and the raw window after all four are
-// significant holds up to 13 planes (51 bits), built as bytes of planes and rotated to
-// nibbles (bytes_to_raw_planes). (AVX2 variant only.)
-__attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_wide(const float* v, unsigned maxbits,
-                                                                             u64* bits) {
-  const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi32(1);
-  __m256i amax, e, u[4], sfx[4], m[4];
-  batch_planes_avx2(v, amax, e, u, sfx, m);
-  const __m256i vmax = _mm256_set1_epi32(static_cast<int>(maxbits));
-  // header, then one 0 bit per empty plane above m[0]
-  wide_bits out{_mm256_add_epi32(_mm256_add_epi32(e, e), one), zero};
-  const __m256i left = _mm256_set1_epi32(static_cast<int>(maxbits - 9));
-  __m256i pos = _mm256_add_epi32(_mm256_set1_epi32(9), _mm256_min_epi32(_mm256_sub_epi32(_mm256_set1_epi32(31), m[0]), left));
-  const __m256i seven = _mm256_set1_epi32(0x7f), fifteen = _mm256_set1_epi32(15);
-  // The top plane m[0], then the run of 2-bit planes down to m[1] + 1 coded in bulk.
-  __m256i code0, run, below;
-  top_plane_and_run_avx2(u, sfx, m, code0, run, below);
-  const __m256i jstart = _mm256_add_epi32(run, one);
-  {
-    or_wide(out, shl_wide({_mm256_and_si256(code0, seven), zero}, pos));
-    const __m256i p2 = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(code0, 8), fifteen));
-    const wide_bits rbits{spread2_avx2(below), spread2_avx2(_mm256_srli_epi32(below, 16))};
-    const __m256i room = _mm256_max_epi32(_mm256_sub_epi32(vmax, p2), zero);
-    or_wide(out, shl_wide(rbits, p2));
-    pos = _mm256_add_epi32(p2, _mm256_min_epi32(_mm256_add_epi32(run, run), room));
-  }
-  // The other planes with fewer than 4 significant, one per step through the table, up to
-  // plane j4 = m[0] - m[3] + 1 (all when u[3] = 0).
-  const __m256i u3zero = _mm256_cmpeq_epi32(u[3], zero);
-  const __m256i j4 = _mm256_add_epi32(_mm256_sub_epi32(m[0], _mm256_andnot_si256(u3zero, m[3])), one);
-  const int budget = static_cast<int>(maxbits) - 9;
-  const int tmax = budget / 2 + 2 < 32 ? budget / 2 + 2 : 32;
-  for (int t0 = 0; t0 < tmax; t0 += 4) {
-    for (int t = t0; t < t0 + 4; ++t) {
-      const __m256i c = stepped_plane_code_avx2(u, m, _mm256_add_epi32(jstart, _mm256_set1_epi32(t)), j4);
-      or_wide(out, shl_wide({_mm256_and_si256(c, seven), zero}, pos));
+      put_bits<Wide>(out, {_mm256_and_si256(c, seven), zero}, pos);
       pos = _mm256_add_epi32(pos, _mm256_and_si256(_mm256_srli_epi32(c, 8), fifteen));
     }
     const __m256i busy = _mm256_and_si256(_mm256_cmpgt_epi32(vmax, pos),
@@ -1043,9 +972,11 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_wide(con
     if (_mm256_movemask_epi8(busy) == 0) break;
   }
   // From plane k = m[0] - j4 down all four are significant: each plane is its 4 bits verbatim.
-  // At least 13 bits precede (see encode_batch_f32_narrow), so at most 51 are left: 13 planes.
-  // Planes k..k-7 and k-8..k-15 of coefficient i to byte i (plane k - b at bit 7 - b), then
-  // rotated to nibbles (plane k - b in nibble b).
+  // At least 13 bits precede (9 of header and at least 4 for the top plane: a group test and
+  // three 0s when only coefficient 3 is set there), so at most 19 (narrow: 5 planes) or 51
+  // (wide: 13 planes) are left. Planes k..k-7 (and k-8..k-15) of coefficient i to byte i (plane
+  // k - b at bit 7 - b), then rotated to nibbles (plane k - b in nibble b). Planes below 0 come
+  // out as 0 bits and bits past the budget are cut at the end, so the window goes in whole.
   {
     const __m256i k = _mm256_sub_epi32(m[0], j4);
     const __m256i sh = _mm256_sub_epi32(_mm256_set1_epi32(31), _mm256_max_epi32(k, zero));
@@ -1054,21 +985,29 @@ __attribute__((target("avx2,bmi2,lzcnt"))) inline void encode_batch_f32_wide(con
     const __m256i top = _mm256_or_si256(
         _mm256_or_si256(byte_move<3, 0>(g[0]), byte_move<3, 1>(g[1])),
         _mm256_or_si256(byte_move<3, 2>(g[2]), _mm256_and_si256(g[3], _mm256_set1_epi32(static_cast<int>(0xff000000u)))));
-    const __m256i next = _mm256_or_si256(
-        _mm256_or_si256(byte_move<2, 0>(g[0]), byte_move<2, 1>(g[1])),
-        _mm256_or_si256(byte_move<2, 2>(g[2]), byte_move<2, 3>(g[3])));
+    wide_bits w{bytes_to_raw_planes(top), zero};
+    if constexpr (Wide)
+      w.hi = bytes_to_raw_planes(_mm256_or_si256(_mm256_or_si256(byte_move<2, 0>(g[0]), byte_move<2, 1>(g[1])),
+                                                 _mm256_or_si256(byte_move<2, 2>(g[2]), byte_move<2, 3>(g[3]))));
     const __m256i ok = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero, k), _mm256_cmpgt_epi32(vmax, pos));
-    const wide_bits w = shl_wide({bytes_to_raw_planes(top), bytes_to_raw_planes(next)}, pos);
-    out.lo = _mm256_or_si256(out.lo, _mm256_and_si256(w.lo, ok));
-    out.hi = _mm256_or_si256(out.hi, _mm256_and_si256(w.hi, ok));
+    put_bits<Wide>(out, {_mm256_and_si256(w.lo, ok), _mm256_and_si256(w.hi, ok)}, pos);
   }
   const __m256i keep = _mm256_xor_si256(_mm256_cmpeq_epi32(amax, zero), _mm256_set1_epi32(-1));
-  const __m256i himask = maxbits >= 64 ? _mm256_set1_epi32(-1) : _mm256_set1_epi32(static_cast<int>((1u << (maxbits - 32)) - 1));
-  const __m256i lo = _mm256_and_si256(out.lo, keep), hi = _mm256_and_si256(_mm256_and_si256(out.hi, himask), keep);
-  // (lo, hi) lanes -> 64-bit blocks 0..7
-  const __m256i a = _mm256_unpacklo_epi32(lo, hi), b = _mm256_unpackhi_epi32(lo, hi);  // blocks 0,1,4,5 / 2,3,6,7
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(bits), _mm256_permute2x128_si256(a, b, 0x20));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(bits + 4), _mm256_permute2x128_si256(a, b, 0x31));
+  if constexpr (Wide) {
+    const __m256i himask =
+        maxbits >= 64 ? _mm256_set1_epi32(-1) : _mm256_set1_epi32(static_cast<int>((1u << (maxbits - 32)) - 1));
+    const __m256i lo = _mm256_and_si256(out.lo, keep), hi = _mm256_and_si256(_mm256_and_si256(out.hi, himask), keep);
+    // (lo, hi) lanes -> 64-bit blocks 0..7
+    const __m256i a = _mm256_unpacklo_epi32(lo, hi), b = _mm256_unpackhi_epi32(lo, hi);  // blocks 0,1,4,5 / 2,3,6,7
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bits), _mm256_permute2x128_si256(a, b, 0x20));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(bits + 4), _mm256_permute2x128_si256(a, b, 0x31));
+  } else {
+    const __m256i mask =
+        maxbits >= 32 ? _mm256_set1_epi32(-1) : _mm256_set1_epi32(static_cast<int>((1u << maxbits) - 1));
+    alignas(32) std::uint32_t o[batch_lanes];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(o), _mm256_and_si256(_mm256_and_si256(out.lo, mask), keep));
+    for (int l = 0; l < batch_lanes; ++l) bits[l] = o[l];
+  }
 }
 
 // One plane of every lane (dec_table32_spread): s = the lane's next 7 stream bits (from pos);
@@ -1422,8 +1361,8 @@ struct encode_group_kernel {
           }
           if (big < traits<float>::expmask) {
             u64 bits[batch_lanes];
-            if (maxbits <= 32) encode_batch_f32_narrow(p, maxbits, bits);
-            else encode_batch_f32_wide(p, maxbits, bits);
+            if (maxbits <= 32) encode_batch_f32_avx2<false>(p, maxbits, bits);
+            else encode_batch_f32_avx2<true>(p, maxbits, bits);
             for (int l = 0; l < batch_lanes; ++l) wr.put(bits[l], maxbits);
             b += batch_lanes - 1;
             continue;
