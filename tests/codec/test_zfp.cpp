@@ -576,29 +576,39 @@ void random_stream_decodes_like_libzfp(unsigned rate, std::uint64_t seed) {
   REQUIRE(same_bits(ours, ref));
 }
 
-// Every bit pattern of a float block's budget (the bits after the 9-bit header) at rates 3..8,
-// where the AVX2 host variant decodes with its own intrinsics (2^3 .. 2^23 blocks): the values
-// must be libzfp's. Exponents vary from block to block, zero blocks included.
-TEST_CASE("zfp float decode of every budget bit pattern at rates 3..8 is libzfp's", "[zfp]") {
+// Float blocks laid end to end at `rate`, block i = header(i) | budget(i) << 9 (header: the
+// nonzero bit and the exponent), decoded by us and by libzfp: the values must be the same.
+template <class Block>
+void float_blocks_decode_like_libzfp(unsigned rate, std::size_t blocks, Block block_of) {
   using C = zfp_codec<float>;
+  const unsigned maxbits = C::maxbits(rate);
+  const std::size_t n = 4 * blocks;
+  std::vector<std::uint64_t> words((C::stream_bytes(n, rate) + 8 + 7) / 8, 0);
+  for (std::size_t i = 0; i < blocks; ++i) {
+    const std::uint64_t block = block_of(i);
+    const std::size_t at = i * maxbits;
+    words[at / 64] |= block << (at % 64);
+    if (at % 64 + maxbits > 64) words[at / 64 + 1] |= block >> (64 - at % 64);
+  }
+  std::vector<std::byte> p(C::stream_bytes(n, rate) + 8);
+  std::memcpy(p.data(), words.data(), p.size());
+  const auto ours = our_decode<float>(p, n, rate);
+  const auto ref =
+      oracle_decompress<float>(reinterpret_cast<const unsigned char*>(p.data()), C::stream_bytes(n, rate), n, rate);
+  INFO("rate " << rate);
+  REQUIRE(same_bits(ours, ref));
+}
+
+// Every bit pattern of a float block's budget (the bits after the 9-bit header) at rates 3..8,
+// where the AVX2 host variant decodes 8 blocks in the 32-bit lanes of a register (2^3 .. 2^23
+// blocks). Exponents vary from block to block, zero blocks included.
+TEST_CASE("zfp float decode of every budget bit pattern at rates 3..8 is libzfp's", "[zfp]") {
   for (unsigned rate = 3; rate <= 8; ++rate) {
-    const unsigned maxbits = C::maxbits(rate), budget = maxbits - 9;
-    const std::size_t blocks = std::size_t{1} << budget, n = 4 * blocks;
-    std::vector<std::uint64_t> words((C::stream_bytes(n, rate) + 8 + 7) / 8, 0);
-    for (std::size_t i = 0; i < blocks; ++i) {
+    const unsigned budget = zfp_codec<float>::maxbits(rate) - 9;
+    float_blocks_decode_like_libzfp(rate, std::size_t{1} << budget, [&](std::size_t i) {
       const std::uint64_t e = (i * 37 + rate) % 256;
-      const std::uint64_t block = (i % 97 == 5 ? 0 : 1) | e << 1 | static_cast<std::uint64_t>(i) << 9;
-      const std::size_t at = i * maxbits;
-      words[at / 64] |= block << (at % 64);
-      if (at % 64 + maxbits > 64) words[at / 64 + 1] |= block >> (64 - at % 64);
-    }
-    std::vector<std::byte> p(C::stream_bytes(n, rate) + 8);
-    std::memcpy(p.data(), words.data(), p.size());
-    const auto ours = our_decode<float>(p, n, rate);
-    const auto ref =
-        oracle_decompress<float>(reinterpret_cast<const unsigned char*>(p.data()), C::stream_bytes(n, rate), n, rate);
-    INFO("rate " << rate);
-    REQUIRE(same_bits(ours, ref));
+      return (i % 97 == 5 ? 0 : 1) | e << 1 | static_cast<std::uint64_t>(i) << 9;
+    });
   }
 }
 
@@ -608,16 +618,13 @@ TEST_CASE("zfp float decode of every budget bit pattern at rates 3..8 is libzfp'
 // runs of 2-bit planes of coefficient 0 and late group tests; dense: early all-significant
 // and raw planes), sometimes changing density half way; budgets cut planes anywhere.
 TEST_CASE("zfp float decode of drawn budget bit patterns at rates 9..16 is libzfp's", "[zfp]") {
-  using C = zfp_codec<float>;
   const double densities[] = {0.0, 1.0 / 64, 1.0 / 16, 1.0 / 6, 0.35, 0.5, 0.7, 0.9, 1.0};
   constexpr std::size_t nd = sizeof densities / sizeof densities[0];
   for (unsigned rate = 9; rate <= 16; ++rate) {
-    const unsigned maxbits = C::maxbits(rate), budget = maxbits - 9;
-    const std::size_t blocks = std::size_t{1} << 16, n = 4 * blocks;
+    const unsigned budget = zfp_codec<float>::maxbits(rate) - 9;
     std::mt19937_64 rng(rate * 7919);
     std::uniform_real_distribution<double> u01(0.0, 1.0);
-    std::vector<std::uint64_t> words((C::stream_bytes(n, rate) + 8 + 7) / 8, 0);
-    for (std::size_t i = 0; i < blocks; ++i) {
+    float_blocks_decode_like_libzfp(rate, std::size_t{1} << 16, [&](std::size_t i) {
       const unsigned lead = static_cast<unsigned>(rng() % (budget + 1));
       const double d0 = densities[rng() % nd], d1 = (rng() & 1) ? densities[rng() % nd] : d0;
       const unsigned change = lead + static_cast<unsigned>(rng() % (budget + 1));
@@ -625,18 +632,8 @@ TEST_CASE("zfp float decode of drawn budget bit patterns at rates 9..16 is libzf
       for (unsigned b = lead; b < budget; ++b)
         if (u01(rng) < (b < change ? d0 : d1)) bud |= std::uint64_t{1} << b;
       const std::uint64_t e = rng() % 256;
-      const std::uint64_t block = (i % 97 == 5 ? 0 : 1) | e << 1 | bud << 9;
-      const std::size_t at = i * maxbits;
-      words[at / 64] |= block << (at % 64);
-      if (at % 64 + maxbits > 64) words[at / 64 + 1] |= block >> (64 - at % 64);
-    }
-    std::vector<std::byte> p(C::stream_bytes(n, rate) + 8);
-    std::memcpy(p.data(), words.data(), p.size());
-    const auto ours = our_decode<float>(p, n, rate);
-    const auto ref =
-        oracle_decompress<float>(reinterpret_cast<const unsigned char*>(p.data()), C::stream_bytes(n, rate), n, rate);
-    INFO("rate " << rate);
-    REQUIRE(same_bits(ours, ref));
+      return (i % 97 == 5 ? 0 : 1) | e << 1 | bud << 9;
+    });
   }
 }
 
