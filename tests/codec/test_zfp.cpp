@@ -637,6 +637,31 @@ TEST_CASE("zfp float decode of drawn budget bit patterns at rates 9..16 is libzf
   }
 }
 
+// Blocks in which coefficient 0 stays alone for many planes, which the batch encoders code as
+// one bulk run (at rates 12..16 more than 16 of its planes fit the budget, so both halves of
+// the run's bits are used): four equal values with a full random mantissa (coefficients 1..3
+// are 0: the run reaches plane 0), and a, a, a, a + d ulps with small d (the other
+// coefficients appear some 15..23 planes below the top).
+TEST_CASE("zfp float blocks with long coefficient-0 runs encode like libzfp at rates 3..16", "[zfp]") {
+  std::mt19937_64 rng(4242);
+  std::vector<float> x(4 * 4096 + 3);  // + a partial block
+  for (std::size_t b = 0; 4 * b < x.size(); ++b) {
+    const std::uint32_t bits = static_cast<std::uint32_t>(100 + rng() % 60) << 23 |
+                               static_cast<std::uint32_t>(rng() & 0x7fffffu) | ((rng() & 1) ? 0x80000000u : 0u);
+    const std::uint32_t d = b % 2 ? static_cast<std::uint32_t>(rng() % 200) : 0u;
+    for (std::size_t i = 4 * b; i < std::min(x.size(), 4 * b + 4); ++i)
+      x[i] = std::bit_cast<float>(i % 4 == 3 ? bits + d : bits);
+  }
+  for (unsigned rate = 3; rate <= 16; ++rate) {
+    INFO("rate " << rate);
+    const auto ours = our_encode(x, rate);
+    check_stream_equal(ours, oracle_compress(x, rate));
+    REQUIRE(same_bits(our_decode<float>(ours.payload, x.size(), rate),
+                      oracle_decompress<float>(reinterpret_cast<const unsigned char*>(ours.payload.data()),
+                                               ours.stream_bytes, x.size(), rate)));
+  }
+}
+
 // Every float rate where the AVX2 host variant has its own coders (3..16), on every data kind.
 TEST_CASE("zfp float rates 3..16 encode and decode like libzfp on every data kind", "[zfp]") {
   for (unsigned rate = 3; rate <= 16; ++rate)

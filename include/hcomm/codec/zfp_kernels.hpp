@@ -576,7 +576,8 @@ HCOMM_ZFP_INLINE void encode_block(const T* v, unsigned maxbits, Writer& wr) {
 // the bit position is carried from plane to plane: the number of coefficients significant
 // before plane k is known up front, n(k) = #{i : m[i] > k}, so each plane's code is one table
 // lookup (a gather) indexed by (n, plane bits), and a block's bits are the codes of its
-// consecutive planes laid end to end until the budget is spent. Only float (every plane is
+// consecutive planes laid end to end until the budget is spent; the decoder looks each plane
+// up by (n, budget bits left, next 7 stream bits). Only float (every plane is
 // coded: kmin = 0), 8 whole blocks of finite values; everything else goes block by block.
 inline constexpr int batch_lanes = 8;
 
@@ -710,7 +711,7 @@ struct dec_table32_t {
 };
 
 #if HCOMM_ZFP_CLONES
-// The same planes for the AVX2 decoder (decode_batches_f32_avx2<false>), laid out so that its
+// The same planes for the AVX2 decoder (decode_batches_f32_avx2, both widths), laid out so that its
 // steps collect each coefficient's bits in a byte of their own: bit i of x at bit 8i, then
 // len << 1 | n' << 4 (len <= 7, n' <= 4).
 constexpr dec_table32_t make_dec_table32_spread() {
@@ -786,7 +787,8 @@ HCOMM_ZFP_AVX2_FN __m256i bytes_to_raw_planes(__m256i x) {
 }
 // Blocks of 33..64 bits as pairs of 32-bit lanes, lo = bits 0..31, hi = bits 32..63. AVX2's
 // variable shifts give 0 for counts of 32 or more (negative counts are large unsigned ones),
-// so each shift of the pair by 0 <= s (nothing left from s >= 64) is three lane shifts.
+// so each shift of the pair by 0 <= s (nothing left from s >= 64) is three lane shifts for
+// the half that receives bits across the boundary and one for the other.
 struct wide_bits {
   __m256i lo, hi;
 };
@@ -1251,8 +1253,9 @@ HCOMM_ZFP_AVX2_FN void decode_batches(const word_reader& rd, std::size_t p0, uns
     batch_begin(s[q], batch_load<Wide>(rd, p0 + static_cast<std::size_t>(q) * batch_lanes * maxbits, maxbits), vbudget,
                 table);
   // Then one plane per step while fewer than 4 are significant; step t -> accumulator t / 8.
-  // Each stepped plane but the last takes at least 2 bits: at most 13 steps in a budget of 23
-  // bits (narrow; 3 accumulators leave room), at most 29 in 55 bits (wide; 4 accumulators).
+  // A live lane steps only while j < 32 and starts at base >= 1, so at most 31 steps (4
+  // accumulators, wide); and each stepped plane but the last takes at least 2 bits, so at
+  // most 13 in a narrow budget of 23 bits (3 accumulators) and 27 in a wide one of 55.
   if (!batches_busy<K>(s, vbudget)) goto done;
   batch_steps4<K, 0, 0>(s, vbudget, table);
   if (!batches_busy<K>(s, vbudget)) goto done;
@@ -1352,7 +1355,7 @@ struct encode_group_kernel {
       if constexpr (Batch && std::is_same_v<T, float>) {
         // Eight whole blocks of finite values at once (the common case; float blocks are 12..64
         // bits at rates 3..16).
-        if (maxbits <= 64 && b % batch_lanes == 0 && nvals >= 4 * (b + batch_lanes)) {  // whole blocks only
+        if (maxbits >= 12 && maxbits <= 64 && b % batch_lanes == 0 && nvals >= 4 * (b + batch_lanes)) {  // whole blocks only
           const float* p = in + first + 4 * b;
           std::uint32_t big = 0;
           for (int i = 0; i < 4 * batch_lanes; ++i) {
@@ -1430,7 +1433,7 @@ struct decode_group_kernel {
     std::size_t b = 0;
 #if HCOMM_ZFP_CLONES
     if constexpr (Batch && std::is_same_v<T, float>) {
-      if (maxbits <= 64) {  // whole batches of 8 blocks (float blocks are 12..64 bits at rates 3..16)
+      if (maxbits >= 12 && maxbits <= 64) {  // whole batches of 8 blocks (rates 3..16)
         const std::size_t batches = nvals / (4 * batch_lanes);
         if (maxbits <= 32) decode_batches_f32_avx2<false>(rd, p, maxbits, batches, out + first);
         else decode_batches_f32_avx2<true>(rd, p, maxbits, batches, out + first);
