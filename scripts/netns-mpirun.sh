@@ -6,9 +6,16 @@
 #   scripts/netns-mpirun.sh --ranks 4 --rate 1gbit -- build/tools/hcomm-collective/hcomm-collective --op allreduce
 #
 # Needs root, iproute2 and OpenMPI. Uses only the private subnet 10.77.0.0/24 inside the
-# namespaces it creates. MPIRUN_EXTRA adds options to mpirun's command line, e.g.
-# MPIRUN_EXTRA="--mca mpi_yield_when_idle 1" (each namespace is a one-slot host to OpenMPI, so
-# it does not know that the ranks share this machine's cores and polls without yielding).
+# namespaces it creates. MPIRUN_EXTRA adds options to mpirun's command line.
+#
+# OpenMPI's waiting ranks yield the core (mpi_yield_when_idle 1) unless YIELD=0: the emulated
+# links are kernel work (veth, bridge, tbf in softirq context) on the same few cores as the
+# ranks, and ranks that poll without yielding starve it; each namespace is a one-slot host
+# to OpenMPI, so it does not know to yield by itself. Measured on a 2-core VM (bench/RESULTS.md,
+# 2026-12-01): without yielding every OpenMPI collective with an exchange waits ~8 ms for the
+# kernel (a 64-byte MPI_Allreduce: 8 ms; with yielding 43 us) and a 2-rank 64 MiB allreduce
+# runs at half the link rate (1.14 s; with yielding 0.85 s, wire time 0.54 s).
+YIELD=${YIELD:-1}
 set -euo pipefail
 RANKS=2
 RATE=1gbit
@@ -80,6 +87,7 @@ ip netns exec "${PREFIX}-0" unshare --uts sh -c "hostname ${PREFIX}-0; exec \"\$
     --mca plm_rsh_agent "$WORK/agent" --mca plm_rsh_no_tree_spawn 1 \
     --mca btl self,tcp --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24 \
     -x OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" \
+    --mca mpi_yield_when_idle "$YIELD" \
     ${MPIRUN_EXTRA:-} \
     "$@"
 rc=$?

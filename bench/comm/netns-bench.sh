@@ -26,6 +26,9 @@ EXTRA=${EXTRA:-}  # more hcomm-collective flags, e.g. EXTRA="--idle-sleep-us 100
 # (ompi_info --param coll tuned --level 9). On these links its default choice for 4 ranks is
 # 1.6x slower than its ring, so a fair comparison runs both (bench/RESULTS.md).
 MPI_ALLREDUCE_ALG=${MPI_ALLREDUCE_ALG:-}
+# OpenMPI's waiting ranks yield the core (scripts/netns-mpirun.sh; YIELD=0: they poll, which
+# starves the emulated links' kernel work on a small VM: results before 2026-12-01 12:10 UTC).
+export YIELD=${YIELD:-1}
 if [ -n "$MPI_ALLREDUCE_ALG" ]; then
   export OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=$MPI_ALLREDUCE_ALG
 fi
@@ -37,7 +40,7 @@ for r in $RANKS; do
     echo "== $r ranks, $rate links" >&2
     "$ROOT/scripts/netns-mpirun.sh" --ranks "$r" --rate "$rate" -- \
       "$BIN" --op "$OPS" --codec "$CODECS" --baseline --bytes "$SIZES" --iters "$ITERS" --data "$DATA" $EXTRA |
-      grep '^{' | sed "s/}\$/,\"link\":\"$rate\",\"date\":\"$stamp\",\"mpi_allreduce_alg\":\"${MPI_ALLREDUCE_ALG:-default}\"}/" | tee -a "$OUT"
+      grep '^{' | sed "s/}\$/,\"link\":\"$rate\",\"date\":\"$stamp\",\"mpi_allreduce_alg\":\"${MPI_ALLREDUCE_ALG:-default}\",\"mpi_yield_when_idle\":$YIELD}/" | tee -a "$OUT"
   done
 done
 python3 "$HERE/summarize.py" "$OUT"
