@@ -194,6 +194,18 @@ bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
 const std::size_t sizes[] = {0, 1, 3, 4, 5, 31, 32, 33, 1023, 1024, 1025, (std::size_t{1} << 20) + 7};
 const unsigned rates[] = {3, 4, 8, 12, 16, 24, 32};
 
+// Our stream for x at rate is libzfp's, and our decoding of it is libzfp's, bit for bit.
+// Returns our encoding for further checks.
+template <class T>
+encoded<T> check_like_libzfp(const std::vector<T>& x, unsigned rate) {
+  auto ours = our_encode(x, rate);
+  check_stream_equal(ours, oracle_compress(x, rate));
+  REQUIRE(same_bits(our_decode<T>(ours.payload, x.size(), rate),
+                    oracle_decompress<T>(reinterpret_cast<const unsigned char*>(ours.payload.data()),
+                                         ours.stream_bytes, x.size(), rate)));
+  return ours;
+}
+
 template <class T>
 void bit_exact_sweep() {
   for (std::size_t n : sizes)
@@ -201,13 +213,8 @@ void bit_exact_sweep() {
       for (unsigned rate : rates) {
         INFO(name(k) << " n=" << n << " rate=" << rate << " " << (sizeof(T) == 4 ? "f32" : "f64"));
         const auto x = make_data<T>(k, n, 1234 + n * 7 + static_cast<unsigned>(k));
-        const auto ours = our_encode(x, rate);
+        const auto ours = check_like_libzfp(x, rate);
         REQUIRE(ours.payload.size() == ours.stream_bytes + 8);  // no non-finite values
-        check_stream_equal(ours, oracle_compress(x, rate));
-        const auto dec = our_decode<T>(ours.payload, n, rate);
-        const auto ref = oracle_decompress<T>(reinterpret_cast<const unsigned char*>(ours.payload.data()),
-                                              ours.stream_bytes, n, rate);
-        REQUIRE(same_bits(dec, ref));
       }
 }
 
@@ -219,18 +226,8 @@ TEST_CASE("zfp f64 stream and decode are libzfp's, bit for bit", "[zfp]") { bit_
 TEST_CASE("zfp every rate 3..64 matches libzfp on mixed data", "[zfp]") {
   for (unsigned rate = 3; rate <= 64; ++rate) {
     INFO("rate " << rate);
-    const auto xf = make_data<float>(kind::noise, 4099, rate);
-    const auto of = our_encode(xf, rate);
-    check_stream_equal(of, oracle_compress(xf, rate));
-    REQUIRE(same_bits(our_decode<float>(of.payload, xf.size(), rate),
-                      oracle_decompress<float>(reinterpret_cast<const unsigned char*>(of.payload.data()),
-                                               of.stream_bytes, xf.size(), rate)));
-    const auto xd = make_data<double>(kind::smooth, 4099, rate);
-    const auto od = our_encode(xd, rate);
-    check_stream_equal(od, oracle_compress(xd, rate));
-    REQUIRE(same_bits(our_decode<double>(od.payload, xd.size(), rate),
-                      oracle_decompress<double>(reinterpret_cast<const unsigned char*>(od.payload.data()),
-                                                od.stream_bytes, xd.size(), rate)));
+    check_like_libzfp(make_data<float>(kind::noise, 4099, rate), rate);
+    check_like_libzfp(make_data<double>(kind::smooth, 4099, rate), rate);
   }
 }
 
@@ -654,11 +651,7 @@ TEST_CASE("zfp float blocks with long coefficient-0 runs encode like libzfp at r
   }
   for (unsigned rate = 3; rate <= 16; ++rate) {
     INFO("rate " << rate);
-    const auto ours = our_encode(x, rate);
-    check_stream_equal(ours, oracle_compress(x, rate));
-    REQUIRE(same_bits(our_decode<float>(ours.payload, x.size(), rate),
-                      oracle_decompress<float>(reinterpret_cast<const unsigned char*>(ours.payload.data()),
-                                               ours.stream_bytes, x.size(), rate)));
+    check_like_libzfp(x, rate);
   }
 }
 
@@ -667,12 +660,7 @@ TEST_CASE("zfp float rates 3..16 encode and decode like libzfp on every data kin
   for (unsigned rate = 3; rate <= 16; ++rate)
     for (kind k : all_kinds) {
       INFO("rate " << rate << " " << name(k));
-      const auto x = make_data<float>(k, 4099, 77 * rate + static_cast<unsigned>(k));
-      const auto ours = our_encode(x, rate);
-      check_stream_equal(ours, oracle_compress(x, rate));
-      REQUIRE(same_bits(our_decode<float>(ours.payload, x.size(), rate),
-                        oracle_decompress<float>(reinterpret_cast<const unsigned char*>(ours.payload.data()),
-                                                 ours.stream_bytes, x.size(), rate)));
+      check_like_libzfp(make_data<float>(k, 4099, 77 * rate + static_cast<unsigned>(k)), rate);
     }
 }
 
