@@ -1,6 +1,6 @@
 // Executors: unit tests of each member (scan, for_each coverage, copy/fill) on every host-side
 // executor, and the engine over every registered codec giving byte-identical frames and
-// decoded values on every executor (host at 1, 2 and 3 threads, Kokkos' default space) for
+// decoded values on every executor (host at 1, 2 and 3 threads, host-check, Kokkos' default space) for
 // the same input. The codec list comes from codec/registry.hpp, so codecs added there are
 // covered without editing this file.
 #include <catch2/catch.hpp>
@@ -16,6 +16,7 @@
 #include "hcomm/codec/codec.hpp"
 #include "hcomm/codec/registry.hpp"
 #include "hcomm/exec/exec.hpp"
+#include "hcomm/exec/host_check.hpp"
 
 namespace {
 
@@ -53,17 +54,24 @@ struct host_3 {  // odd thread count: uneven static chunking
   static exec_type make() { exec::host h; h.threads = 3; return h; }
   static constexpr const char* name = "host(3 threads)";
 };
+// Host-check: the device code paths (team kernels, all chunks at once) in host memory, with
+// races and unwritten reads reported.
+struct host_checked {
+  using exec_type = exec::host_check;
+  static exec_type make() { return exec::host_check{11}; }
+  static constexpr const char* name = "host_check";
+};
 #if HCOMM_EXEC_HAS_KOKKOS
 struct kokkos_default {
   using exec_type = exec::kokkos<>;
   static exec_type make() { return exec::kokkos<>{}; }
   static constexpr const char* name = "kokkos(DefaultExecutionSpace)";
 };
-using executor_setups = std::tuple<host_1, host_2, host_3, kokkos_default>;
-using compared_setups = std::tuple<host_2, host_3, kokkos_default>;
+using executor_setups = std::tuple<host_1, host_2, host_3, host_checked, kokkos_default>;
+using compared_setups = std::tuple<host_2, host_3, host_checked, kokkos_default>;
 #else
-using executor_setups = std::tuple<host_1, host_2, host_3>;
-using compared_setups = std::tuple<host_2, host_3>;
+using executor_setups = std::tuple<host_1, host_2, host_3, host_checked>;
+using compared_setups = std::tuple<host_2, host_3, host_checked>;
 #endif
 
 // ---- executor members ----------------------------------------------------------------------

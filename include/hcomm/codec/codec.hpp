@@ -28,6 +28,7 @@
 #include "hcomm/core/error.hpp"
 #include "hcomm/exec/executor.hpp"
 #include "hcomm/exec/host.hpp"
+#include "hcomm/exec/team.hpp"
 #include "hcomm/policy/compressor.hpp"
 
 namespace hcomm::codec {
@@ -306,9 +307,15 @@ class engine {
   void run_checksum(const unsigned char* payload, const slots& s, std::size_t max_payload, std::size_t done_begin = 0,
                     std::size_t done_end = 0) {
     const std::size_t blocks = checksum_blocks(max_payload);
-    if (blocks > 0)
+    if constexpr (Exec::is_device && exec::team_executor<Exec>) {
+      // A team per 64 KiB block (the flat kernel would hash a block in one GPU thread).
+      if (blocks > 0)
+        ex_.launch(blocks, checksum_team_threads,
+                   checksum_block_team_kernel{payload, s.payload_bytes, s.block_hashes, done_begin, done_end});
+    } else if (blocks > 0) {
       ex_.for_each(blocks,
                    checksum_block_kernel{payload, s.payload_bytes, s.block_hashes, blocks, done_begin, done_end});
+    }
     ex_.for_each(1, checksum_combine_kernel{s.payload_bytes, s.block_hashes, s.checksum});
   }
 

@@ -38,6 +38,8 @@
 //    every size against the bitmaps before it writes anything.
 //  Every decision (stride, raw or packed, payload size) is taken by kernels reading
 //  executor memory: encoding never synchronises the host.
+//  Device executors code float chunks with team kernels (codec/mpc_team.hpp: a chunk per
+//  thread block, warp ballots, shuffles and bit transposes, words placed by team scans).
 //  On x86-64 hosts the chunk kernels also carry an AVX2 version (an intrinsics path for
 //  float and for double chunks), picked at run time (codec/mpc_kernels.hpp); the bytes do
 //  not depend on it.
@@ -72,6 +74,7 @@
 #include <string>
 
 #include "hcomm/codec/mpc_kernels.hpp"
+#include "hcomm/codec/mpc_team.hpp"
 #include "hcomm/core/checksum.hpp"
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"
@@ -133,7 +136,10 @@ struct mpc_codec {
     if constexpr (Exec::is_device) {
       // All chunks at once.
       if (chunks > 0) {
-        ex.for_each(chunks, encode_chunk_kernel<T>{in, n, s.control, s.scratch, s.sizes, 0});
+        if constexpr (uses_team_kernels<Exec>)
+          ex.launch(chunks, team_threads, encode_chunk_team_f32{in, n, s.control, s.scratch, s.sizes});
+        else
+          ex.for_each(chunks, encode_chunk_kernel<T>{in, n, s.control, s.scratch, s.sizes, 0});
         ex.exclusive_scan(s.sizes, s.offsets, chunks);
         ex.for_each(chunks, gather_kernel<T>{n, chunks, 0, s.scratch, s.offsets, done, out});
         ex.for_each(1, advance_kernel{done, s.offsets + chunks});
@@ -236,10 +242,18 @@ struct mpc_codec {
     if (bad != 0)
       fail(errc::corrupt_frame, "mpc payload: " + std::to_string(bad) +
                                     " chunk(s) with a size that does not match their bitmaps");
-    ex.for_each(chunks, decode_chunk_kernel<T>{p, n, chunks, dim, s.sizes, out});
+    if constexpr (uses_team_kernels<Exec>)
+      ex.launch(chunks, team_threads, decode_chunk_team_f32{p, n, chunks, dim, s.sizes, out});
+    else
+      ex.for_each(chunks, decode_chunk_kernel<T>{p, n, chunks, dim, s.sizes, out});
   }
 
  private:
+  // Device executors that run team kernels code float chunks a team per chunk
+  // (codec/mpc_team.hpp); double chunks, and executors without launch, take the flat kernels.
+  template <class Exec>
+  static constexpr bool uses_team_kernels = Exec::is_device && exec::team_executor<Exec> && sizeof(T) == 4;
+
   // Chunks per encoding batch on the host. One thread: 64 chunks (256 KiB of float input,
   // twice ~270 KiB of slots, in L2; measured on Zen 3: 64 best, 256 and 1024 slower by ~1-3
   // and ~4-7 ms per 64 MiB). Several threads: every batch is one parallel region, whose

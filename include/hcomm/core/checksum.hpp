@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "hcomm/core/macros.hpp"
+#include "hcomm/exec/team.hpp"
 
 // x86-64 hosts (not under nvcc): block_hash64 also has an AVX2 version, picked at run time;
 // it gives the same bits as the portable one (tests/codec/test_frame.cpp compares them).
@@ -270,6 +271,66 @@ struct checksum_combine_kernel {
   HCOMM_HOST_DEVICE void operator()(std::size_t) const {
     const std::uint64_t n = *size;
     *out = hash64(block_hashes, static_cast<std::size_t>(checksum_blocks(n)) * 8, n);
+  }
+};
+
+// The team kernel of checksum_block_kernel (device executors): team i hashes block i, its
+// threads taking stripes t, t + T, ...; a lane's sum is a sum of per-stripe terms, so the
+// team's per-thread partial sums reduced in any order give the serial lanes exactly, and
+// one thread finishes the block (tail stripe, length, avalanche).
+inline constexpr int checksum_team_threads = 256;  // team size on device executors
+struct checksum_block_team_kernel {
+  static constexpr int max_team = 1024;
+  static constexpr const char* name = "checksum_block";
+  const unsigned char* data;
+  const std::uint64_t* size;  // executor memory
+  std::uint64_t* block_hashes;
+  std::size_t skip_begin = 0, skip_end = 0;
+  std::size_t scratch_bytes(int) const { return 0; }
+
+  template <class Team>
+  HCOMM_HOST_DEVICE void operator()(Team& team) const {
+    using namespace detail::bh;
+    const std::size_t i = team.league_rank();
+    if (i >= skip_begin && i < skip_end) return;  // uniform: the whole team leaves
+    const std::uint64_t n = *size;
+    const std::uint64_t begin = static_cast<std::uint64_t>(i) * checksum_block_bytes;
+    const std::uint64_t len = begin >= n ? 0 : ((n - begin) < checksum_block_bytes ? (n - begin) : checksum_block_bytes);
+    const std::size_t whole = static_cast<std::size_t>(len / stripe_bytes);
+    const unsigned char* p = data + begin;
+    // acc[j] of the serial lanes = init(j) + seed + the sum of every stripe's term for j.
+    decltype(team.template per_thread<std::uint64_t>()) part[8] = {
+        team.template per_thread<std::uint64_t>(), team.template per_thread<std::uint64_t>(),
+        team.template per_thread<std::uint64_t>(), team.template per_thread<std::uint64_t>(),
+        team.template per_thread<std::uint64_t>(), team.template per_thread<std::uint64_t>(),
+        team.template per_thread<std::uint64_t>(), team.template per_thread<std::uint64_t>()};
+    team.for_threads([&](int t) {
+      std::uint64_t acc[8] = {};
+      for (std::size_t s = static_cast<std::size_t>(t); s < whole; s += static_cast<std::size_t>(team.size())) {
+        const std::uint64_t shift = s * key_step;
+        std::uint64_t d[8];
+        for (int j = 0; j < 8; ++j) d[j] = detail::h64::load64(p + s * stripe_bytes + 8 * j);
+        for (int j = 0; j < 8; ++j) {
+          const std::uint64_t x = d[j] ^ (key(j) + shift);
+          acc[j] += (x & 0xFFFFFFFFull) * (x >> 32);
+        }
+        for (int j = 0; j < 8; ++j) acc[j ^ 1] += d[j];
+      }
+      for (int j = 0; j < 8; ++j) part[j][t] = acc[j];
+    });
+    std::uint64_t total[8];
+    for (int j = 0; j < 8; ++j) total[j] = team.reduce(part[j], exec::sum{});
+    team.for_threads([&](int t) {
+      if (t != 0) return;
+      if (len == 0) {
+        block_hashes[i] = 0;
+        return;
+      }
+      lanes l(i);
+      for (int j = 0; j < 8; ++j) l.acc[j] += total[j];
+      l.stripe = whole;
+      block_hashes[i] = l.finish(p + whole * stripe_bytes, static_cast<std::size_t>(len % stripe_bytes), len, i);
+    });
   }
 };
 

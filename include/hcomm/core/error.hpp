@@ -24,6 +24,7 @@ enum class errc : std::uint8_t {
   zfp_failure,           // libzfp (oracle path) failed
   io_failure,            // a file could not be read or written
   unsupported,           // a feature this build does not have (e.g. CUDA off)
+  kernel_check,          // a team kernel broke the execution model's rules (host-check, launch)
 };
 
 constexpr std::string_view to_string(errc c) noexcept {
@@ -39,6 +40,7 @@ constexpr std::string_view to_string(errc c) noexcept {
     case errc::zfp_failure: return "zfp_failure";
     case errc::io_failure: return "io_failure";
     case errc::unsupported: return "unsupported";
+    case errc::kernel_check: return "kernel_check";
   }
   return "unknown";
 }

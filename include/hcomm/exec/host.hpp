@@ -11,7 +11,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <new>
+
+#include "hcomm/exec/host_team.hpp"
+#include "hcomm/exec/team.hpp"
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -36,6 +40,7 @@ struct host {
 
   template <class F>
   void for_each(std::size_t n, const F& f) const {
+    detail::reject_team_kernel_in_for_each<F>();
 #if defined(_OPENMP)
     if (n > 1) {
       const int t = effective_threads();
@@ -45,6 +50,51 @@ struct host {
     }
 #endif
     for (std::size_t i = 0; i < n; ++i) f(i);
+  }
+
+  // Team kernel (exec/team.hpp): `league` teams of `team_size` threads; a phase is a loop
+  // over the team's threads, teams run in parallel over OpenMP. An error in a team (a bad
+  // scratch declaration, a collective inside a phase) is rethrown here after the region.
+  template <class K>
+  void launch(std::size_t league, int team_size, const K& k) const {
+    detail::check_team_launch("host", k, team_size, max_team_scratch_bytes);
+    if (league == 0) return;
+    const std::size_t scratch = k.scratch_bytes(team_size);
+    const char* kname = detail::kernel_name<K>();
+    const int t = league > 1 ? effective_threads() : 1;
+    if (t <= 1) {
+      detail::host_team<false> team(team_size, league, scratch, kname, 0);
+      for (std::size_t r = 0; r < league; ++r) {
+        team.begin(r);
+        k(team);
+      }
+      return;
+    }
+#if defined(_OPENMP)
+    std::exception_ptr err;
+    bool failed = false;
+#pragma omp parallel num_threads(t)
+    {
+      detail::host_team<false> team(team_size, league, scratch, kname, 0);
+#pragma omp for schedule(static)
+      for (std::size_t r = 0; r < league; ++r) {
+        bool stop;
+#pragma omp atomic read
+        stop = failed;
+        if (stop) continue;
+        try {
+          team.begin(r);
+          k(team);
+        } catch (...) {
+#pragma omp critical(hcomm_host_launch)
+          if (!err) err = std::current_exception();
+#pragma omp atomic write
+          failed = true;
+        }
+      }
+    }
+    if (err) std::rethrow_exception(err);
+#endif
   }
 
   // out[i] = sum of in[0..i), out[n] = total. in and out may alias.
