@@ -10,3 +10,11 @@ hcomm::Compressor<hcomm::LosslessDim<32>> lossless_max;
 hcomm::Compressor<hcomm::Uncompressed> raw;
 hcomm::ParallelAxis<hcomm::TP> axis;
 hcomm::codec::engine<hcomm::exec::host>* engine = nullptr;
+// team_kernel_in_for_each / team_kernel_max_team: the same kernel launched, with a valid bound.
+struct team_k {
+  static constexpr int max_team = 1024;
+  std::size_t scratch_bytes(int) const { return 0; }
+  template <class Team>
+  void operator()(Team&) const {}
+};
+void run_team() { hcomm::exec::host{}.launch(4, 64, team_k{}); }

@@ -1,5 +1,5 @@
 // Team kernels (exec/team.hpp): the collectives' defined results, every team kernel of the
-// project under host-check and host-fast at several team sizes against the flat kernels,
+// project under host-check, host-fast and Kokkos at several team sizes against the flat kernels,
 // planted bugs that host-check must catch every time (and host-fast does not notice), and
 // misuse refused with a clear error.
 #include <catch2/catch.hpp>
@@ -19,14 +19,33 @@
 #include "hcomm/exec/host.hpp"
 #include "hcomm/exec/host_check.hpp"
 #include "hcomm/exec/scan_kernels.hpp"
+#include "team_probes.hpp"
+#include "hcomm/core/config.hpp"
+#if HCOMM_HAS_KOKKOS
+#include "hcomm/exec/kokkos.hpp"
+#endif
 
 namespace {
 
 namespace exec = hcomm::exec;
 namespace mpc = hcomm::codec::mpc_detail;
 using Catch::Matchers::Contains;
+using hcomm_test::collectives_expected;
+using hcomm_test::collectives_kernel;
 
 constexpr int team_sizes[] = {32, 64, 96, 256, 1024};
+
+#if HCOMM_HAS_KOKKOS
+struct kokkos_session {
+  kokkos_session() {
+    if (!Kokkos::is_initialized()) Kokkos::initialize();
+  }
+  ~kokkos_session() {
+    if (Kokkos::is_initialized()) Kokkos::finalize();
+  }
+};
+const kokkos_session the_kokkos_session;
+#endif
 
 exec::host fast(int threads = 2) {
   exec::host h;
@@ -42,84 +61,6 @@ std::vector<std::uint64_t> random_u64(std::size_t n, std::uint64_t seed, std::ui
 }
 
 // ---- collectives: each result written out per thread, compared with its definition ------
-
-// out[t * 8 + j]: result j of thread t (j: ballot, shuffle, shuffle_xor, warp_reduce,
-// warp_inclusive_scan, inclusive_scan, exclusive_scan, transpose32), plus reduce and
-// broadcast at out[T * 8] and out[T * 8 + 1].
-struct collectives_kernel {
-  static constexpr int max_team = 1024;
-  static constexpr const char* name = "collectives";
-  const std::uint32_t* in;
-  std::uint32_t* out;
-  std::size_t scratch_bytes(int) const { return 0; }
-  template <class Team>
-  void operator()(Team& team) const {
-    const int T = team.size();
-    auto v = team.template per_thread<std::uint32_t>();
-    auto src = team.template per_thread<int>();
-    team.for_threads([&](int t) {
-      v[t] = in[t];
-      src[t] = static_cast<int>(in[t] % 32);
-    });
-    auto b = team.ballot(v);
-    auto s = team.shuffle(v, src);
-    auto x = team.shuffle_xor(v, 5);
-    auto wr = team.warp_reduce(v, exec::sum{});
-    auto ws = team.warp_inclusive_scan(v, exec::sum{});
-    auto is = team.inclusive_scan(v, exec::sum{});
-    auto es = team.exclusive_scan(v, exec::sum{}, 7u);
-    auto tr = team.transpose32(v);
-    const std::uint32_t r = team.reduce(v, exec::max{});
-    const std::uint32_t bc = team.broadcast(v, T - 3);
-    team.for_threads([&](int t) {
-      std::uint32_t* o = out + t * 8;
-      o[0] = b[t];
-      o[1] = s[t];
-      o[2] = x[t];
-      o[3] = wr[t];
-      o[4] = ws[t];
-      o[5] = is[t];
-      o[6] = es[t];
-      o[7] = tr[t];
-      if (t == 0) {
-        out[T * 8] = r;
-        out[T * 8 + 1] = bc;
-      }
-    });
-  }
-};
-
-std::vector<std::uint32_t> collectives_expected(const std::vector<std::uint32_t>& in, int T) {
-  std::vector<std::uint32_t> o(static_cast<std::size_t>(T) * 8 + 2);
-  std::uint32_t mx = 0, total = 0;
-  for (int t = 0; t < T; ++t) {
-    const int w = t / 32 * 32, l = t % 32;
-    std::uint32_t ballot = 0, wsum = 0, wscan = 0, tr = 0;
-    for (int i = 0; i < 32; ++i) {
-      ballot |= static_cast<std::uint32_t>(in[w + i] != 0) << i;
-      wsum += in[w + i];
-      if (i <= l) wscan += in[w + i];
-      tr |= ((in[w + i] >> l) & 1u) << i;
-    }
-    std::uint32_t inc = 0;
-    for (int i = 0; i <= t; ++i) inc += in[i];
-    std::uint32_t* r = &o[static_cast<std::size_t>(t) * 8];
-    r[0] = ballot;
-    r[1] = in[w + in[t] % 32];
-    r[2] = in[w + (l ^ 5)];
-    r[3] = wsum;
-    r[4] = wscan;
-    r[5] = inc;
-    r[6] = t == 0 ? 7u : inc - in[t];
-    r[7] = tr;
-    mx = in[t] > mx ? in[t] : mx;
-    total += in[t];
-  }
-  o[static_cast<std::size_t>(T) * 8] = mx;
-  o[static_cast<std::size_t>(T) * 8 + 1] = in[T - 3];
-  (void)total;
-  return o;
-}
 
 template <class Exec>
 std::vector<std::uint32_t> run_collectives(const Exec& ex, const std::vector<std::uint32_t>& in, int T) {
@@ -137,6 +78,9 @@ TEST_CASE("team collectives give their defined results on host-fast and host-che
     const auto want = collectives_expected(in, T);
     CHECK(run_collectives(fast(1), in, T) == want);
     for (std::uint64_t seed : {1u, 2u, 99u}) CHECK(run_collectives(exec::host_check{seed}, in, T) == want);
+#if HCOMM_HAS_KOKKOS
+    CHECK(run_collectives(exec::kokkos<>{}, in, T) == want);
+#endif
   }
 }
 
@@ -205,6 +149,11 @@ TEST_CASE("team scan kernels give the serial exclusive scan at every team size, 
       inplace.push_back(0xdeadbeefull);
       exec::run_exclusive_scan(exec::host_check{}, inplace.data(), inplace.data(), n, T, partial.data());
       CHECK(inplace == want);
+#if HCOMM_HAS_KOKKOS
+      std::vector<std::uint64_t> k(n + 1, 1);
+      exec::run_exclusive_scan(exec::kokkos<>{}, in.data(), k.data(), n, T, partial.data());
+      CHECK(k == want);
+#endif
     }
   }
 }
@@ -226,6 +175,11 @@ TEST_CASE("checksum team kernel gives the flat kernel's block hashes", "[team]")
       exec::host_check{}.launch(blocks, T, hcomm::checksum_block_team_kernel{data.data(), &size, b.data()});
       CHECK(a == want);
       CHECK(b == want);
+#if HCOMM_HAS_KOKKOS
+      std::vector<std::uint64_t> k(blocks, 4);
+      exec::kokkos<>{}.launch(blocks, T, hcomm::checksum_block_team_kernel{data.data(), &size, k.data()});
+      CHECK(k == want);
+#endif
     }
   }
 }
@@ -290,6 +244,10 @@ TEST_CASE("MPC team encode writes the flat kernel's chunks at every team size an
           const exec::host_check hc{static_cast<std::uint64_t>(T)};
           CHECK(encode_with(v, dim, run_on(f)) == want);
           CHECK(encode_with(v, dim, run_on(hc)) == want);
+#if HCOMM_HAS_KOKKOS
+          const exec::kokkos<> kx{};
+          CHECK(encode_with(v, dim, run_on(kx)) == want);
+#endif
         }
       }
     }
@@ -321,6 +279,11 @@ TEST_CASE("MPC team decode restores every bit at every team size and stride", "[
                                     mpc::decode_chunk_team_f32{payload, n, chunks, dim, offsets.data(), b.data()});
           CHECK(std::memcmp(a.data(), v.data(), n * 4) == 0);
           CHECK(std::memcmp(b.data(), v.data(), n * 4) == 0);
+#if HCOMM_HAS_KOKKOS
+          std::vector<float> kv(n, -7.f);
+          exec::kokkos<>{}.launch(chunks, T, mpc::decode_chunk_team_f32{payload, n, chunks, dim, offsets.data(), kv.data()});
+          CHECK(std::memcmp(kv.data(), v.data(), n * 4) == 0);
+#endif
         }
       }
     }
@@ -474,6 +437,11 @@ TEST_CASE("team misuse is a clear error on host-fast and host-check", "[team]") 
   both(collective_in_phase_kernel{}, 128, "in 32..64");
   both(big_scratch_kernel{64}, 64, "its scratch_bytes() says 64");
   both(big_scratch_kernel{exec::max_team_scratch_bytes + 16}, 64, "of team scratch exceed");
+#if HCOMM_HAS_KOKKOS
+  const exec::kokkos<> kx{};
+  CHECK_THROWS_WITH(kx.launch(3, 64, collective_in_phase_kernel{}), Contains("inside a phase"));
+  CHECK_THROWS_WITH(kx.launch(3, 48, collective_in_phase_kernel{}), Contains("not a multiple of 32"));
+#endif
   CHECK_THROWS_WITH(hc.launch(1, 64, peek_kernel{}), Contains("team-level code touches per-thread state"));
 }
 

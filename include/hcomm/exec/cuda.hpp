@@ -1,5 +1,6 @@
 // hcomm/exec/cuda.hpp: the CUDA executor. Runs the same kernel functors as the host
-// executor, as grid-stride kernels on one stream, in device memory.
+// executor, as grid-stride kernels on one stream, and team kernels (exec/team.hpp) a team
+// per thread block (exec/cuda_team.hpp), in device memory.
 //
 //   cudaStream_t s;  cudaStreamCreate(&s);
 //   hcomm::exec::cuda ex{s};                    // does not own s: destroy it after ex
@@ -11,7 +12,7 @@
 // synchronize. Kernel functors are copied to the device by value: their call operator must
 // be HCOMM_HOST_DEVICE and they must be trivially copyable (hold pointers, not containers).
 //
-// Thread safety: an executor object caches CUB's scan workspace and two device attributes
+// Thread safety: an executor object caches the scan's workspace and two device attributes
 // in mutable members, so one object must not be used from two host threads at once. Copies
 // are independent (a copy shares the stream but not the workspace); give each thread its
 // own copy, ideally with its own stream. An executor is tied to the CUDA device that is
@@ -31,10 +32,13 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
-#include <cub/device/device_scan.cuh>
+#include <memory>
 
 #include "hcomm/core/error.hpp"
 #include "hcomm/core/macros.hpp"
+#include "hcomm/exec/cuda_team.hpp"
+#include "hcomm/exec/scan_kernels.hpp"
+#include "hcomm/exec/team.hpp"
 
 // Throws hcomm::error(cuda_failure, "file:line: expr: <cudaGetErrorString>") when a CUDA
 // runtime call does not return cudaSuccess.
@@ -59,14 +63,6 @@ __global__ void cuda_for_each_kernel(std::size_t n, F f) {
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
 }
 
-// out[n] = total, for an out-of-place scan (in is still intact after CUB's pass).
-struct cuda_scan_total_kernel {
-  const std::uint64_t* in;
-  std::uint64_t* out;
-  std::size_t n;
-  HCOMM_HOST_DEVICE void operator()(std::size_t) const { out[n] = out[n - 1] + in[n - 1]; }
-};
-
 }  // namespace detail
 
 // Number of usable CUDA devices; 0 (with the reason in *why) when there is no driver, no
@@ -83,11 +79,43 @@ inline int cuda_device_count(std::string* why = nullptr) noexcept {
   return count;
 }
 
+// A point in a stream's work (cudaEvent_t, created without timing). Copies share the event.
+class cuda_event {
+ public:
+  cuda_event() = default;
+  explicit cuda_event(cudaStream_t s) {
+    cudaEvent_t e = nullptr;
+    HCOMM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    ev_ = std::shared_ptr<CUevent_st>(e, [](cudaEvent_t x) { (void)cudaEventDestroy(x); });
+    HCOMM_CUDA_CHECK(cudaEventRecord(e, s));
+  }
+  cudaEvent_t get() const noexcept { return ev_.get(); }
+  // True once the stream passed the point (an event never recorded is complete).
+  bool ready() const {
+    if (!ev_) return true;
+    const cudaError_t e = cudaEventQuery(ev_.get());
+    if (e == cudaErrorNotReady) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    HCOMM_CUDA_CHECK(e);
+    return true;
+  }
+  void synchronize() const {
+    if (ev_) HCOMM_CUDA_CHECK(cudaEventSynchronize(ev_.get()));
+  }
+
+ private:
+  std::shared_ptr<CUevent_st> ev_;
+};
+
 class cuda {
  public:
+  using event_type = cuda_event;
   static constexpr bool is_device = true;
   static constexpr const char* name = "cuda";
   static constexpr unsigned block_size = 256;  // 256 x 255 registers still fits one SM
+  static constexpr int scan_team = 256;        // team size of exclusive_scan's kernels
 
   // Default: the legacy default stream. The executor does not own the stream. (Not one
   // explicit constructor with a default argument: engine's `Exec ex = {}` needs an implicit
@@ -135,6 +163,7 @@ class cuda {
 
   template <class F>
   void for_each(std::size_t n, const F& f) const {
+    detail::reject_team_kernel_in_for_each<F>();
     static_assert(std::is_trivially_copyable_v<F>,
                   "hcomm: a CUDA kernel functor is copied to the device by value; it must be trivially copyable "
                   "(hold raw pointers and sizes, not containers or references)");
@@ -146,27 +175,44 @@ class cuda {
     HCOMM_CUDA_CHECK(cudaGetLastError());
   }
 
+  // Team kernel (exec/team.hpp): a team per thread block, league-strided over a grid of at
+  // most a few waves. Team size is checked against the kernel's maxThreadsPerBlock (its
+  // register use), dynamic shared memory above 48 KiB is opted in.
+  template <class K>
+  void launch(std::size_t league, int team_size, const K& k) const {
+    static_assert(std::is_trivially_copyable_v<K>,
+                  "hcomm: a CUDA team kernel is copied to the device by value; it must be trivially copyable");
+    detail::check_team_launch("cuda", k, team_size, max_team_scratch_bytes);
+    if (league == 0) return;
+    const auto fn = &detail::cuda_team_kernel<K>;
+    cudaFuncAttributes attr{};
+    HCOMM_CUDA_CHECK(cudaFuncGetAttributes(&attr, fn));
+    if (team_size > attr.maxThreadsPerBlock)
+      fail(errc::invalid_argument, std::string("hcomm: cuda launch of ") + detail::kernel_name<K>() + ": team size " +
+                                       std::to_string(team_size) + " exceeds the kernel's maxThreadsPerBlock " +
+                                       std::to_string(attr.maxThreadsPerBlock) + " (its register use)");
+    const std::size_t smem = k.scratch_bytes(team_size);
+    if (smem > 48 * 1024)
+      HCOMM_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    const std::size_t cap = static_cast<std::size_t>(max_blocks());
+    const unsigned blocks = static_cast<unsigned>(league < cap ? league : cap);
+    detail::cuda_team_kernel<K><<<blocks, static_cast<unsigned>(team_size), smem, stream_>>>(league, smem, k);
+    HCOMM_CUDA_CHECK(cudaGetLastError());
+  }
+
   // out[i] = sum of in[0..i), out[n] = total; in and out may be the same pointer (not
-  // otherwise overlapping). CUB's decoupled look-back scan, no host synchronisation; its
-  // temporary storage is sized by CUB's query and kept in this object, grown when needed.
+  // otherwise overlapping). The team scan of exec/scan_kernels.hpp (what host-check runs in
+  // CI), no host synchronisation; its tile totals live in a workspace kept in this object.
   void exclusive_scan(const std::uint64_t* in, std::uint64_t* out, std::size_t n) const {
-    if (n == 0) {
-      HCOMM_CUDA_CHECK(cudaMemsetAsync(out, 0, sizeof(std::uint64_t), stream_));
-      return;
-    }
-    std::size_t need = 0;
-    if (in == out) {
-      // In place over n+1 items whose last input is 0: the last output is the total.
-      HCOMM_CUDA_CHECK(cudaMemsetAsync(out + n, 0, sizeof(std::uint64_t), stream_));
-      HCOMM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, need, out, n + 1, stream_));
-      void* tmp = scan_workspace(need);
-      HCOMM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, need, out, n + 1, stream_));
-    } else {
-      HCOMM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, need, in, out, n, stream_));
-      void* tmp = scan_workspace(need);
-      HCOMM_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(tmp, need, in, out, n, stream_));
-      for_each(1, detail::cuda_scan_total_kernel{in, out, n});
-    }
+    void* tmp = scan_workspace((scan_partials(n, scan_team) + 1) * sizeof(std::uint64_t));
+    run_exclusive_scan(*this, in, out, n, scan_team, static_cast<std::uint64_t*>(tmp));
+  }
+
+  // Streams and events: a point in this stream's work, and work enqueued after wait(e) runs
+  // after that point (another stream's, typically), without the host waiting.
+  cuda_event record() const { return cuda_event(stream_); }
+  void wait(const cuda_event& e) const {
+    if (e.get() != nullptr) HCOMM_CUDA_CHECK(cudaStreamWaitEvent(stream_, e.get(), 0));
   }
 
   // Device memory, stream-ordered (cudaMallocAsync) where the device supports memory pools,

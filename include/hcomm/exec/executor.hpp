@@ -29,4 +29,14 @@ concept executor = requires(const E& e, void* p, const void* cp, std::size_t n, 
   e.synchronize();
 };
 
+// Streams and events: an executor's work is stream-ordered; record() marks the point after
+// the work enqueued so far, wait(e) makes the executor's later work start after e (another
+// stream's point, typically). In-order executors return completed events.
+template <class E>
+concept stream_executor = executor<E> && requires(const E& e) {
+  typename E::event_type;
+  { e.record() } -> std::same_as<typename E::event_type>;
+  e.wait(e.record());
+};
+
 }  // namespace hcomm::exec

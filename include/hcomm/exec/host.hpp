@@ -14,6 +14,7 @@
 #include <exception>
 #include <new>
 
+#include "hcomm/exec/host_event.hpp"
 #include "hcomm/exec/host_team.hpp"
 #include "hcomm/exec/team.hpp"
 
@@ -126,6 +127,12 @@ struct host {
     if (bytes) std::memset(dst, 0, bytes);
   }
   void synchronize() const noexcept {}
+
+  // Streams and events (exec/host_stream.hpp): work here runs in order in the caller's
+  // thread, so every point is already reached.
+  using event_type = host_event;
+  host_event record() const noexcept { return host_event::completed(); }
+  void wait(const host_event&) const noexcept {}
 };
 
 }  // namespace hcomm::exec

@@ -23,6 +23,7 @@
 #include <numeric>
 #include <vector>
 
+#include "hcomm/exec/host_event.hpp"
 #include "hcomm/exec/host_team.hpp"
 #include "hcomm/exec/scan_kernels.hpp"
 #include "hcomm/exec/team.hpp"
@@ -79,6 +80,9 @@ struct host_check {
     if (bytes) std::memset(dst, 0, bytes);
   }
   void synchronize() const noexcept {}
+  using event_type = host_event;
+  host_event record() const noexcept { return host_event::completed(); }  // in order
+  void wait(const host_event&) const noexcept {}
 
  private:
   std::vector<std::size_t> shuffled(std::size_t n, std::uint64_t salt) const {

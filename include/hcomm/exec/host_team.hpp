@@ -234,6 +234,7 @@ class host_team {
   host_team(int size, std::size_t league, std::size_t scratch_bytes, const char* kernel, std::uint64_t seed)
       : size_(size), league_(league), scratch_bytes_(scratch_bytes) {
     scratch_.reset(new (std::align_val_t{64}) std::byte[scratch_bytes_ > 0 ? scratch_bytes_ : 1]);
+    scratch_base_ = scratch_.get();
     if constexpr (Checked) {
       ctx_.kernel = kernel;
       ctx_.seed = seed;
@@ -241,19 +242,24 @@ class host_team {
     }
   }
 
+  // A host-fast team over scratch and an arena that another backend owns (exec/kokkos_team.hpp).
+  host_team(int size, std::size_t league, std::byte* scratch, std::size_t scratch_bytes, host_arena& arena)
+    requires(!Checked)
+      : size_(size), league_(league), scratch_bytes_(scratch_bytes), scratch_base_(scratch), arena_(&arena) {}
+
   // Starts team `rank`: scratch and per-thread state are handed out afresh.
   void begin(std::size_t rank) {
     rank_ = rank;
     scratch_used_ = 0;
     in_phase_ = false;
-    arena_.reset();
+    arena_->reset();
     if constexpr (Checked) {
       ctx_.team = rank;
       ctx_.phase = 0;
       ctx_.in_phase = false;
       ctx_.pending.clear();
       shadows_.clear();
-      std::memset(scratch_.get(), 0xA5, scratch_bytes_);  // poison: unwritten reads give garbage
+      std::memset(scratch_base_, 0xA5, scratch_bytes_);  // poison: unwritten reads give garbage
     }
   }
 
@@ -298,7 +304,7 @@ class host_team {
     if (scratch_used_ + bytes > scratch_bytes_)
       report("declares " + std::to_string(scratch_used_ + bytes) + " bytes of scratch, its scratch_bytes() says " +
              std::to_string(scratch_bytes_));
-    T* p = reinterpret_cast<T*>(scratch_.get() + scratch_used_);
+    T* p = reinterpret_cast<T*>(scratch_base_ + scratch_used_);
     scratch_used_ += bytes;
     if constexpr (Checked) {
       shadows_.emplace_back(new shadow_word[n > 0 ? n : 1]);
@@ -313,9 +319,9 @@ class host_team {
   thread_view<T> per_thread() {
     static_assert(std::is_trivially_copyable_v<T>, "hcomm: per-thread state holds trivially copyable values");
     if (in_phase_) report("per_thread() inside a phase (declare it in team-level code)");
-    T* p = static_cast<T*>(arena_.take(sizeof(T) * static_cast<std::size_t>(size_)));
+    T* p = static_cast<T*>(arena_->take(sizeof(T) * static_cast<std::size_t>(size_)));
     if constexpr (Checked) {
-      auto* w = static_cast<unsigned char*>(arena_.take(static_cast<std::size_t>(size_)));
+      auto* w = static_cast<unsigned char*>(arena_->take(static_cast<std::size_t>(size_)));
       std::memset(w, 0, static_cast<std::size_t>(size_));
       std::memset(static_cast<void*>(p), 0xA5, sizeof(T) * static_cast<std::size_t>(size_));
       return thread_view<T>{{p, w, &ctx_}};
@@ -439,7 +445,7 @@ class host_team {
     return get(v, t, "broadcast");
   }
 
- private:
+ protected:
   [[noreturn]] void report(const std::string& what) {
     if constexpr (Checked) {
       ctx_.report(what);
@@ -448,6 +454,9 @@ class host_team {
     }
   }
   const char* ctx_kernel() const { return Checked ? ctx_.kernel : "(team kernel)"; }
+  bool in_phase_ = false;
+
+ private:
 
   void enter(const char* what) {
     if (in_phase_) report(std::string(what) + " inside a phase (collectives are called by the whole team between phases)");
@@ -486,8 +495,9 @@ class host_team {
   std::size_t league_, rank_ = 0;
   std::size_t scratch_bytes_, scratch_used_ = 0;
   std::unique_ptr<std::byte[], aligned_delete> scratch_;
-  host_arena arena_;
-  bool in_phase_ = false;
+  std::byte* scratch_base_ = nullptr;
+  host_arena own_arena_;
+  host_arena* arena_ = &own_arena_;
   // host-check only
   check_context ctx_;
   std::vector<int> order_;

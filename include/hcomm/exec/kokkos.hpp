@@ -7,7 +7,7 @@
 //   hcomm::codec::engine<hcomm::exec::kokkos<>> eng{ex};
 //
 // Debian's Kokkos 3.4.1 has only Kokkos::Serial; any enabled space works (OpenMP, Cuda,
-// HIP...). Members are asynchronous with respect to the host where the space is (device
+// HIP...) for flat kernels; team kernels run on host spaces (exec/kokkos_team.hpp). Members are asynchronous with respect to the host where the space is (device
 // spaces), except to_host and synchronize, which fence the instance. Link Kokkos::kokkos.
 // Functors need an HCOMM_HOST_DEVICE call operator when the space is a device space.
 #pragma once
@@ -15,8 +15,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 
 #include "hcomm/core/macros.hpp"
+#include "hcomm/exec/host_event.hpp"
+#include "hcomm/exec/kokkos_team.hpp"
+#include "hcomm/exec/team.hpp"
 
 namespace hcomm::exec {
 
@@ -64,9 +69,50 @@ struct kokkos {
 
   template <class F>
   void for_each(std::size_t n, const F& f) const {
+    detail::reject_team_kernel_in_for_each<F>();
     if (n == 0) return;
     Kokkos::parallel_for("hcomm::exec::kokkos::for_each", policy(n), detail::kokkos_index_adapter<F>{f});
   }
+
+  // Team kernel (exec/team.hpp): a TeamPolicy of `league` teams of Kokkos team size 1, the
+  // kernel's threads as vector lanes (exec/kokkos_team.hpp). Host execution spaces only.
+  template <class K>
+  void launch(std::size_t league, int team_size, const K& k) const {
+    static_assert(!is_device,
+                  "hcomm: team kernels on the Kokkos executor run on host execution spaces; use hcomm::exec::cuda "
+                  "for a GPU");
+    detail::check_team_launch("kokkos", k, team_size, max_team_scratch_bytes);
+    if (league == 0) return;
+    using policy_t = Kokkos::TeamPolicy<ExecSpace>;
+    using member_t = typename policy_t::member_type;
+    const std::size_t scratch = k.scratch_bytes(team_size);
+    policy_t policy(space, static_cast<int>(league), 1);
+    if (scratch > 0) policy = policy.set_scratch_size(0, Kokkos::PerTeam(static_cast<int>(scratch)));
+    std::exception_ptr err;
+    std::mutex err_mutex;
+    Kokkos::parallel_for("hcomm::exec::kokkos::launch", policy, [&](const member_t& m) {
+      thread_local detail::host_arena arena;
+      try {
+        detail::kokkos_team<member_t> team(m, team_size, league, scratch, arena);
+        team.begin(static_cast<std::size_t>(m.league_rank()));
+        k(team);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(err_mutex);
+        if (!err) err = std::current_exception();
+      }
+    });
+    space.fence();
+    if (err) std::rethrow_exception(err);
+  }
+
+  // Streams and events: Kokkos 3 has no events, so record() fences the instance and returns
+  // a completed event; work is in order on the instance.
+  using event_type = host_event;
+  host_event record() const {
+    space.fence();
+    return host_event::completed();
+  }
+  void wait(const host_event& e) const { e.synchronize(); }
 
   // out[i] = sum of in[0..i), out[n] = total; in and out may be the same pointer.
   void exclusive_scan(const std::uint64_t* in, std::uint64_t* out, std::size_t n) const {

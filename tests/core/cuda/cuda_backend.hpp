@@ -24,4 +24,11 @@ std::vector<std::size_t> scan_workspace_sizes(std::size_t n_big);
 
 outcome run_engine(const hcomm::codec::config& c, const void* host_in, std::size_t n);
 
+// The collectives probe (../team_probes.hpp) as one team of `team` threads on the GPU.
+std::vector<std::uint32_t> team_collectives(const std::vector<std::uint32_t>& in, int team);
+// Two streams: a kernel on stream A spins (bounded) until a kernel on stream B sets a flag,
+// so it sees 1 only if the streams overlap; then B waits for an event recorded on A after A
+// wrote n values and copies them. Returns {flag seen, mismatches of the copy}.
+std::vector<std::uint64_t> two_streams(std::size_t n);
+
 }  // namespace hcomm_test::cuda_side

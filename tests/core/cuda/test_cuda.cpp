@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 
+#include "../team_probes.hpp"
 #include "cuda_backend.hpp"
 #include "hcomm/codec/registry.hpp"
 
@@ -32,6 +33,25 @@ TEST_CASE("cuda executor: exclusive_scan matches the host, in place or not", "[c
       CHECK(side::scan(in, in_place) == want);
     }
   }
+}
+
+TEST_CASE("cuda team collectives give their defined results", "[cuda][team]") {
+  for (int T : {32, 64, 96, 256, 1024}) {
+    INFO("team size " << T);
+    std::vector<std::uint32_t> in(static_cast<std::size_t>(T));
+    std::uint32_t x = static_cast<std::uint32_t>(T);
+    for (auto& v : in) {
+      x = x * 1664525u + 1013904223u;
+      v = (x >> 30) == 0 ? 0u : x;
+    }
+    CHECK(side::team_collectives(in, T) == collectives_expected(in, T));
+  }
+}
+
+TEST_CASE("cuda streams overlap, and an event orders one stream after the other", "[cuda][stream]") {
+  const auto r = side::two_streams(1u << 20);
+  CHECK(r[0] == 1);  // the spinning kernel saw the other stream's flag
+  CHECK(r[1] == 0);  // the copy after the event saw every value
 }
 
 TEST_CASE("cuda executor: scan workspace is allocated once and reused", "[cuda][exec]") {
