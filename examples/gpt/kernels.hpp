@@ -8,6 +8,7 @@
 //
 // Loops parallelise over independent outputs only (never a shared reduction), so results do
 // not depend on the thread count order of summation within a row.
+// Each runs on hcomm::exec::default_threads() threads: this rank's share of the node's CPUs.
 #pragma once
 #include <cblas.h>
 
@@ -15,6 +16,8 @@
 #include <cstddef>
 #include <cstring>
 #include <vector>
+
+#include "hcomm/exec/threads.hpp"
 
 namespace gpt::k {
 
@@ -30,7 +33,7 @@ constexpr idx par_min = idx{1} << 15;
 inline void column_sums_add(float* acc, const float* d, idx N, idx C) {
   constexpr idx blk = 64;
   const idx nblk = (C + blk - 1) / blk;
-#pragma omp parallel for if (N * C > par_min)
+#pragma omp parallel for if (N * C > par_min) num_threads(hcomm::exec::default_threads())
   for (idx b = 0; b < nblk; ++b) {
     const idx c0 = b * blk, c1 = c0 + blk < C ? c0 + blk : C;
     float s[blk] = {};
@@ -44,7 +47,7 @@ inline void column_sums_add(float* acc, const float* d, idx N, idx C) {
 inline void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b,
                               idx N, idx C) {
   constexpr float eps = 1e-5f;
-#pragma omp parallel for if (N * C > par_min)
+#pragma omp parallel for if (N * C > par_min) num_threads(hcomm::exec::default_threads())
   for (idx n = 0; n < N; ++n) {
     const float* xn = x + n * C;
     float m = 0.f;
@@ -64,7 +67,7 @@ inline void layernorm_forward(float* out, float* mean, float* rstd, const float*
 // dx[N,C] += ..., dw[C] += ..., db[C] += ... from dout[N,C].
 inline void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
                                const float* mean, const float* rstd, idx N, idx C) {
-#pragma omp parallel for if (N * C > par_min)
+#pragma omp parallel for if (N * C > par_min) num_threads(hcomm::exec::default_threads())
   for (idx n = 0; n < N; ++n) {
     const float* dn = dout + n * C;
     const float* xn = x + n * C;
@@ -88,7 +91,7 @@ inline void layernorm_backward(float* dx, float* dw, float* db, const float* dou
   // Parameter gradients: a reduction over rows, blocks of channels per thread (deterministic).
   constexpr idx blk = 64;
   const idx nblk = (C + blk - 1) / blk;
-#pragma omp parallel for if (N * C > par_min)
+#pragma omp parallel for if (N * C > par_min) num_threads(hcomm::exec::default_threads())
   for (idx b = 0; b < nblk; ++b) {
     const idx c0 = b * blk, c1 = c0 + blk < C ? c0 + blk : C;
     float gw[blk] = {}, gb[blk] = {};
@@ -112,7 +115,7 @@ inline void matmul_forward(float* out, const float* x, const float* W, const flo
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(N), static_cast<int>(OC), static_cast<int>(C),
               1.f, x, static_cast<int>(C), W, static_cast<int>(C), 0.f, out, static_cast<int>(OC));
   if (bias) {
-#pragma omp parallel for if (N * OC > par_min)
+#pragma omp parallel for if (N * OC > par_min) num_threads(hcomm::exec::default_threads())
     for (idx n = 0; n < N; ++n)
       for (idx o = 0; o < OC; ++o) out[n * OC + o] += bias[o];
   }
@@ -139,14 +142,14 @@ inline float gelu_sigmoid(float v) {
 }
 
 inline void gelu_forward(float* out, const float* x, idx n) {
-#pragma omp parallel for if (n > par_min)
+#pragma omp parallel for if (n > par_min) num_threads(hcomm::exec::default_threads())
   for (idx i = 0; i < n; ++i) out[i] = x[i] * gelu_sigmoid(x[i]);
 }
 
 // dx[n] = dout * gelu'(x) (overwrites; dx may alias dout).
 inline void gelu_backward(float* dx, const float* x, const float* dout, idx n) {
   constexpr float s = 0.7978845608028654f;
-#pragma omp parallel for if (n > par_min)
+#pragma omp parallel for if (n > par_min) num_threads(hcomm::exec::default_threads())
   for (idx i = 0; i < n; ++i) {
     const float v = x[i];
     const float sg = gelu_sigmoid(v);     // 0.5 (1 + tanh u)
@@ -165,7 +168,7 @@ inline void rotary_apply(float* qkv, const float* cos_t, const float* sin_t, idx
   if (rot == 0) return;
   const idx Cl = nh * hd, half = rot / 2;
   const float sign = inverse ? -1.f : 1.f;
-#pragma omp parallel for if (N * nh * rot > par_min)
+#pragma omp parallel for if (N * nh * rot > par_min) num_threads(hcomm::exec::default_threads())
   for (idx n = 0; n < N; ++n) {
     const idx t = n % T;
     for (int which = 0; which < 2; ++which) {  // q, then k
@@ -256,17 +259,17 @@ inline void attention_backward(float* dqkv, float* scratch, const float* dout, c
 
 // out[N,C] = a + b (residual add).
 inline void residual_forward(float* out, const float* a, const float* b, idx n) {
-#pragma omp parallel for if (n > par_min)
+#pragma omp parallel for if (n > par_min) num_threads(hcomm::exec::default_threads())
   for (idx i = 0; i < n; ++i) out[i] = a[i] + b[i];
 }
 
 inline void add_inplace(float* out, const float* a, idx n) {
-#pragma omp parallel for if (n > par_min)
+#pragma omp parallel for if (n > par_min) num_threads(hcomm::exec::default_threads())
   for (idx i = 0; i < n; ++i) out[i] += a[i];
 }
 
 inline void add_bias_rows(float* out, const float* bias, idx N, idx C) {
-#pragma omp parallel for if (N * C > par_min)
+#pragma omp parallel for if (N * C > par_min) num_threads(hcomm::exec::default_threads())
   for (idx n = 0; n < N; ++n)
     for (idx c = 0; c < C; ++c) out[n * C + c] += bias[c];
 }

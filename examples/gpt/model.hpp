@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "hcomm/exec/threads.hpp"
 #include "kernels.hpp"
 
 namespace gpt {
@@ -435,7 +436,7 @@ class stage_model {
   void embed_forward(float* x, const int* tokens, Tp& tp) {
     const std::int64_t v0 = static_cast<std::int64_t>(place_.tp_rank) * Vl_;
     const float* wte = p_wte();
-#pragma omp parallel for if (N_ * C_ > k::par_min)
+#pragma omp parallel for if (N_ * C_ > k::par_min) num_threads(hcomm::exec::default_threads())
     for (std::int64_t n = 0; n < N_; ++n) {
       const std::int64_t v = tokens[n] - v0;
       float* xn = x + n * C_;
@@ -447,7 +448,7 @@ class stage_model {
     tp.allreduce(std::span<float>(x, static_cast<std::size_t>(N_ * C_)));
     if (cfg_.arch == arch_kind::gpt2) {
       const float* wpe = p_wpe();
-#pragma omp parallel for if (N_ * C_ > k::par_min)
+#pragma omp parallel for if (N_ * C_ > k::par_min) num_threads(hcomm::exec::default_threads())
       for (std::int64_t n = 0; n < N_; ++n)
         for (std::int64_t c = 0; c < C_; ++c) x[n * C_ + c] += wpe[(n % T_) * C_ + c];
     }
@@ -464,7 +465,7 @@ class stage_model {
     }
     if (cfg_.arch == arch_kind::gpt2) {
       float* dwpe = g_wpe();
-#pragma omp parallel for if (N_ * C_ > k::par_min)
+#pragma omp parallel for if (N_ * C_ > k::par_min) num_threads(hcomm::exec::default_threads())
       for (std::int64_t c = 0; c < C_; ++c)
         for (std::int64_t n = 0; n < N_; ++n) dwpe[(n % T_) * C_ + c] += d[n * C_ + c];
     }
@@ -559,7 +560,7 @@ class stage_model {
   double cross_entropy(const int* targets, Tp& tp, float loss_scale, bool want_grad) {
     const std::int64_t N = N_, V = Vl_, v0 = static_cast<std::int64_t>(place_.tp_rank) * Vl_;
     float* z = logits_.data();
-#pragma omp parallel for if (N * V > k::par_min)
+#pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
     for (std::int64_t n = 0; n < N; ++n) {
       float m = z[n * V];
       for (std::int64_t v = 1; v < V; ++v) m = z[n * V + v] > m ? z[n * V + v] : m;
@@ -573,7 +574,7 @@ class stage_model {
         ce_max_[n] = m;
       }
     }
-#pragma omp parallel for if (N * V > k::par_min)
+#pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
     for (std::int64_t n = 0; n < N; ++n) {
       float s = 0.f;
       for (std::int64_t v = 0; v < V; ++v) s += std::exp(z[n * V + v] - ce_max_[n]);
@@ -586,7 +587,7 @@ class stage_model {
     for (std::int64_t n = 0; n < N; ++n)
       loss += static_cast<double>(std::log(ce_sums_[n]) + ce_max_[n] - ce_sums_[N + n]);
     if (want_grad) {
-#pragma omp parallel for if (N * V > k::par_min)
+#pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
       for (std::int64_t n = 0; n < N; ++n) {
         const float inv = 1.f / ce_sums_[n];
         const std::int64_t t = targets[n] - v0;

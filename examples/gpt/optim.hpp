@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "hcomm/exec/threads.hpp"
 #include "model.hpp"
 
 namespace gpt {
@@ -44,7 +45,7 @@ struct adamw {
     for (const auto& tensor : model.tensors()) {
       const float decay = model.specs()[tensor.global].decay ? 1.f - lr * c.weight_decay : 1.f;
       const std::int64_t o = tensor.offset, n = tensor.numel;
-#pragma omp parallel for if (n > k::par_min)
+#pragma omp parallel for if (n > k::par_min) num_threads(hcomm::exec::default_threads())
       for (std::int64_t i = o; i < o + n; ++i) {
         p[i] *= decay;
         m[i] = b1 * m[i] + (1.f - b1) * g[i];

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "hcomm/comm/threads.hpp"
 #include "plain_comm.hpp"
 #include "trainer.hpp"
 
@@ -43,7 +44,8 @@ const char* usage =
     " output:  --metrics FILE (JSON lines) --losses-out FILE --quiet --sample N --prompt TEXT\n"
     " check:   --expect-losses FILE [--expect-rtol X, 0 = bitwise]\n"
     " ckpt:    --save PREFIX [--save-every N] [--stop-at STEP]  --resume PREFIX\n"
-    " cpu:     --threads N (OpenMP + OpenBLAS threads per rank; default OMP_NUM_THREADS, or 1 with several ranks)\n";
+    " cpu:     --threads N (OpenMP + OpenBLAS threads per rank; default hcomm's: OMP_NUM_THREADS, else this\n"
+    "            rank's CPUs / the ranks on this host sharing them)\n";
 
 struct cli {
   gpt::config cfg;
@@ -229,15 +231,16 @@ int main(int argc, char** argv) {
     cli c = parse(argc, argv);
     const runner run = pick_scheme(c.run.scheme);
     c.cfg.validate(c.dp, c.pp, c.tp);
-    // Several ranks on one machine each spawning a thread per core would oversubscribe it:
-    // without --threads or OMP_NUM_THREADS, multi-rank runs use one thread per rank.
-    int world = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &world);
-    if (c.threads == 0 && world > 1 && !std::getenv("OMP_NUM_THREADS")) c.threads = 1;
-    if (c.threads > 0) {
-      omp_set_num_threads(c.threads);
-      openblas_set_num_threads(c.threads);
-    }
+    // Threads per rank: --threads, else hcomm's default fitted to the ranks sharing this host's
+    // CPUs (hcomm/exec/threads.hpp; collective over the world, which sees every local rank).
+    // OpenMP and OpenBLAS get the same count, for the loops outside hcomm.
+    if (c.threads > 0) hcomm::exec::set_default_threads(c.threads);
+    else hcomm::mpi::fit_threads(MPI_COMM_WORLD);
+    const int threads = hcomm::exec::default_threads();
+    omp_set_num_threads(threads);
+    openblas_set_num_threads(threads);
+    if (rank == 0 && !c.run.quiet)
+      std::printf("train_gpt: %d threads per rank (%s)\n", threads, hcomm::exec::threads_source().c_str());
     rc = run(c);
   } catch (const gpt::already_reported&) {
     rc = 2;

@@ -11,7 +11,8 @@
 // leaves a partial OUT nor destroys an existing one.
 //
 // stats JSON fields (errors compare the decoded array with the input):
-//   codec, param, dtype, checksum, threads, reps, count, raw_bytes, frame_bytes,
+//   codec, param, dtype, checksum, threads, threads_source (--threads, or why the default is
+//   what it is: hcomm::exec::threads_source()), reps, count, raw_bytes, frame_bytes,
 //   ratio (raw_bytes / frame_bytes), compress_gbps, decompress_gbps (raw bytes / best of
 //   `reps` wall-clock runs / 1e9; null for an empty input), bit_exact (decoded bit patterns
 //   equal the input), max_abs_error, rmse, nrmse (rmse / value range),
@@ -59,7 +60,8 @@ constexpr const char* usage_text =
     "  --codec none|mpc[:DIM]|zfp:RATE   required for compress and stats; a check for decompress\n"
     "  --dtype f32|f64                   required for compress and stats; a check for decompress\n"
     "  --no-checksum                     no payload checksum in the frame\n"
-    "  --threads N                       host threads (default: OpenMP's default)\n"
+    "  --threads N                       host threads (default: OMP_NUM_THREADS, else this process's\n"
+    "                                    CPUs / the ranks on this host sharing them)\n"
     "  --reps N                          stats: timed repetitions, best is reported (default 3)\n"
     "exit status: 0 ok, 1 bad data/frame/I-O, 2 bad command line\n";
 
@@ -241,12 +243,9 @@ hc::engine<> make_engine(const options& o) {
 }
 
 int threads_used(const options& o) {
-  if (o.threads > 0) return o.threads;
-#if defined(_OPENMP)
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
+  hcomm::exec::host ex;
+  ex.threads = o.threads;
+  return ex.effective_threads();
 }
 
 template <class T>
@@ -377,6 +376,7 @@ int do_stats(const options& o, const hc::config& cfg) {
   field("dtype", "\"" + std::string(hcomm::to_string(cfg.type)) + "\"");
   field("checksum", cfg.checksum ? "true" : "false");
   field("threads", std::to_string(threads_used(o)));
+  field("threads_source", "\"" + (o.threads > 0 ? std::string("--threads") : hcomm::exec::threads_source()) + "\"");
   field("reps", std::to_string(o.reps));
   field("count", std::to_string(n));
   field("raw_bytes", std::to_string(n * sizeof(T)));

@@ -14,7 +14,8 @@
 // in the last iteration), identical (every rank holds the same bytes;
 // null where ranks hold different results), data, threshold, segment, idle_sleep_us and
 // idle_wait_us (asked / resolved), validate (the per-collective cross-rank check, on unless
-// --no-validate), round (0-based, with --rounds N).
+// --no-validate), round (0-based, with --rounds N), threads and threads_source (rank 0's
+// host thread count, hcomm::exec::default_threads(), and why).
 #include <mpi.h>
 
 #include <algorithm>
@@ -251,7 +252,8 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     std::printf(
         "{\"op\":%s,\"codec\":%s%s,\"bytes\":%zu,\"ranks\":%d,\"iters\":%d,\"seconds\":%.6g,\"min_seconds\":%.6g,"
         "\"algbw_gbs\":%.4g,\"wire_bytes\":%llu,\"raw_bytes\":%llu,\"ratio\":%.4g,\"max_error\":%.4g,"
-        "\"rel_error\":%.4g,\"codec_seconds\":%.4g,\"identical\":%s,\"data\":%s,\"threshold\":%zu,\"segment\":%zu,\"idle_sleep_us\":%d,\"idle_wait_us\":%u,\"validate\":%s,\"round\":%d}\n",
+        "\"rel_error\":%.4g,\"codec_seconds\":%.4g,\"identical\":%s,\"data\":%s,\"threshold\":%zu,\"segment\":%zu,\"idle_sleep_us\":%d,\"idle_wait_us\":%u,\"validate\":%s,\"round\":%d,"
+        "\"threads\":%d,\"threads_source\":%s}\n",
         json_str(op).c_str(), json_str(codec_name).c_str(),
         a.scheme.empty() || base ? "" : (",\"scheme\":" + json_str(a.scheme) + ",\"axis\":" + json_str(a.axis)).c_str(),
         bytes, p, a.iters, med, t.empty() ? 0 : t.front(), med > 0 ? bytes / med / 1e9 : 0.0,
@@ -259,7 +261,8 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
         res.wire ? double(res.raw) / double(res.wire) : 1.0, res.max_error,
         res.max_ref > 0 ? res.max_error / res.max_ref : 0.0, codec_s,
         res.identical < 0 ? "null" : res.identical ? "true" : "false", json_str(a.data).c_str(), a.threshold,
-        a.segment, a.idle_sleep_us, comm.context().idle_sleep_us(), a.validate ? "true" : "false", round);
+        a.segment, a.idle_sleep_us, comm.context().idle_sleep_us(), a.validate ? "true" : "false", round,
+        hcomm::exec::default_threads(), json_str(hcomm::exec::threads_source()).c_str());
     std::fflush(stdout);
   }
 }

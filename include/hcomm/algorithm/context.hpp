@@ -27,6 +27,7 @@
 
 #include "hcomm/codec/codec.hpp"
 #include "hcomm/comm/mpi.hpp"
+#include "hcomm/comm/threads.hpp"
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"
 
@@ -100,6 +101,7 @@ class context {
     // (counted on every rank whatever its option says: a collective that some ranks skipped
     // would hang the others)
     const int sharing = mpi::ranks_sharing_this_host(comm_.get());
+    mpi::fit_threads(comm_.get(), sharing);  // the default thread count, from the local ranks' masks
     if (opt_.idle_sleep_us < 0) idle_us_ = sharing > mpi::online_cpus() ? 100u : 0u;
     else idle_us_ = static_cast<unsigned>(opt_.idle_sleep_us);
   }

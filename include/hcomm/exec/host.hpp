@@ -1,7 +1,7 @@
 // hcomm/exec/host.hpp: the host executor. Runs a kernel functor over an index range with
 // OpenMP (one index = one independent chunk of work), in host memory.
 //
-//   hcomm::exec::host ex;                      // all OpenMP threads
+//   hcomm::exec::host ex;                      // default_threads() (exec/threads.hpp)
 //   ex.for_each(n_chunks, my_kernel{...});     // my_kernel::operator()(std::size_t) const
 //
 // The CUDA and Kokkos executors offer the same members, so a codec written against the
@@ -13,6 +13,8 @@
 #include <cstring>
 #include <exception>
 #include <new>
+
+#include "hcomm/exec/threads.hpp"
 
 #include "hcomm/exec/host_event.hpp"
 #include "hcomm/exec/host_team.hpp"
@@ -27,13 +29,13 @@ namespace hcomm::exec {
 struct host {
   static constexpr bool is_device = false;
   static constexpr const char* name = "host";
-  int threads = 0;  // 0: OpenMP's default
+  int threads = 0;  // 0: the process's default (hcomm/exec/threads.hpp)
 
   // Threads that for_each will use (1 without OpenMP), so that kernels can pick a one-thread
-  // strategy also when OMP_NUM_THREADS=1 leaves `threads` at 0, as in one MPI rank per core.
+  // strategy also when the default leaves `threads` at 0, as with several ranks per core.
   int effective_threads() const {
 #if defined(_OPENMP)
-    return threads > 0 ? threads : omp_get_max_threads();
+    return threads > 0 ? threads : default_threads();
 #else
     return 1;
 #endif
