@@ -309,6 +309,26 @@ struct missing_barrier_kernel {
   }
 };
 
+// An in-place update: s was written in an earlier phase, then thread 0 reads s[1] while
+// thread 1 overwrites it in the same phase (the result depends on which runs first). One
+// pair only, so the race is caught whichever of the two the shuffle runs first.
+struct in_place_shift_kernel {
+  static constexpr int max_team = 256;
+  static constexpr const char* name = "planted_in_place_shift";
+  std::uint32_t* out;
+  std::size_t scratch_bytes(int T) const { return exec::scratch_for<std::uint32_t>(static_cast<std::size_t>(T)); }
+  template <class Team>
+  void operator()(Team& team) const {
+    auto s = team.template shared<std::uint32_t>(static_cast<std::size_t>(team.size()), "s");
+    team.for_threads([&](int t) { s[t] = static_cast<std::uint32_t>(t); });
+    team.for_threads([&](int t) {
+      if (t == 0) s[0] = s[1] + 1;  // BUG: needs a second buffer or a phase between
+      if (t == 1) s[1] = 9;
+    });
+    team.for_threads([&](int t) { out[t] = s[t]; });
+  }
+};
+
 // Off-by-one lane in a shuffle: a rotation without the wrap.
 struct shuffle_off_by_one_kernel {
   static constexpr int max_team = 256;
@@ -361,10 +381,11 @@ struct double_write_kernel {
 template <class K>
 void require_caught(const char* what) {
   std::vector<std::uint32_t> out(256);
-  for (std::uint64_t seed : {1u, 2u, 3u, 12345u}) {
+  // One team per launch, so each seed is one shuffle of the racing threads.
+  for (std::uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 12345u}) {
     INFO("seed " << seed);
     try {
-      exec::host_check{seed}.launch(2, 64, K{out.data()});
+      exec::host_check{seed}.launch(1, 64, K{out.data()});
       FAIL("host-check did not report " << what);
     } catch (const hcomm::error& e) {
       CHECK(e.code() == hcomm::errc::kernel_check);
@@ -377,6 +398,9 @@ void require_caught(const char* what) {
 
 TEST_CASE("host-check catches a missing phase boundary every time", "[team][planted]") {
   require_caught<missing_barrier_kernel>("a missing phase boundary");
+}
+TEST_CASE("host-check catches an in-place update that reads a neighbour every time", "[team][planted]") {
+  require_caught<in_place_shift_kernel>("a missing phase boundary");
 }
 TEST_CASE("host-check catches an off-by-one shuffle lane every time", "[team][planted]") {
   require_caught<shuffle_off_by_one_kernel>("reads lane 32, outside its warp");

@@ -2,6 +2,9 @@
 //
 //   #include "hcomm/exec/exec.hpp"
 //   hcomm::exec::host ex;                      // always
+//   hcomm::exec::host_check chk;               // always (tests: device paths with race checks)
+//   hcomm::exec::host_stream q;                // always: host work on a stream thread
+//   hcomm::exec::host_async aex{&q};
 //   #if HCOMM_EXEC_HAS_KOKKOS
 //   hcomm::exec::kokkos<> kex;                 // Kokkos enabled and its headers reachable
 //   #endif
@@ -17,6 +20,9 @@
 #include "hcomm/core/config.hpp"
 #include "hcomm/exec/executor.hpp"
 #include "hcomm/exec/host.hpp"
+#include "hcomm/exec/host_check.hpp"
+#include "hcomm/exec/host_stream.hpp"
+#include "hcomm/exec/team.hpp"
 
 #if HCOMM_HAS_KOKKOS && __has_include(<Kokkos_Core.hpp>)
 #include "hcomm/exec/kokkos.hpp"
