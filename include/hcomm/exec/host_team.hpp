@@ -427,13 +427,18 @@ class host_team {
     enter("transpose32");
     auto out = per_thread<std::uint32_t>();
     for (int w = 0; w < size_; w += warp_size) {
-      std::uint32_t in[warp_size];
-      for (int l = 0; l < warp_size; ++l) in[l] = get(v, w + l, "transpose32");
-      for (int j = 0; j < warp_size; ++j) {
-        std::uint32_t o = 0;
-        for (int i = 0; i < warp_size; ++i) o |= ((in[i] >> j) & 1u) << i;
-        set(out, w + j, o);
-      }
+      std::uint32_t a[warp_size];
+      for (int l = 0; l < warp_size; ++l) a[l] = get(v, w + l, "transpose32");
+      // Recursive block swap: at step j, rows k and k + j (bit j of k clear) trade the high j
+      // bits of each 2j-bit field of row k with the low j bits of row k + j.
+      std::uint32_t m = 0x0000FFFFu;
+      for (int j = 16; j != 0; j >>= 1, m ^= m << j)
+        for (int k = 0; k < warp_size; k = ((k | j) + 1) & ~j) {
+          const std::uint32_t t = ((a[k] >> j) ^ a[k | j]) & m;
+          a[k] ^= t << j;
+          a[k | j] ^= t;
+        }
+      for (int l = 0; l < warp_size; ++l) set(out, w + l, a[l]);
     }
     return out;
   }
