@@ -143,7 +143,7 @@ const std::vector<T>& dataset(const std::string& kind, std::size_t mib) {
   const std::size_t n = mib * (1u << 20) / sizeof(T);
   v.resize(n);
   const int parts = 64;  // independent RNG streams, so generation can run in parallel
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(hcomm::exec::default_threads())
   for (int p = 0; p < parts; ++p) {
     std::mt19937_64 g(1234 + static_cast<unsigned>(p) + (kind == "noise" ? 1000u : 0u));
     std::normal_distribution<double> nd(0.0, 1.0);
