@@ -1,180 +1,165 @@
 #!/usr/bin/env bash
-# GPU check: builds hcomm with CUDA for the GPU in this machine, runs the CUDA test cases
-# (ctest label "cuda"), the GPU codec throughput tool (core_cuda_throughput, 256 MiB) and the
-# host codec benchmark (bench/codec, when that target exists), and
-# writes logs and results to $OUT (default: build-gpu/out). Meant to finish in under
-# 5 minutes on a GPU machine with a few cores: only CUDA-labelled tests and the benchmark are
-# built, for one architecture, and the benchmark runs under the time that is left.
+# GPU check in two halves, so that a short GPU lease is spent on running, not building.
 #
-#   scripts/gpu-check.sh                 # build-gpu/, results in build-gpu/out/
-#   OUT=/tmp/r scripts/gpu-check.sh      # results in /tmp/r
-#   BUDGET_S=300 THROUGHPUT_DTYPES="f32 f64" BENCH_ARGS='--hcomm_sizes=64' scripts/gpu-check.sh
+#   scripts/gpu-check.sh --prepare [--kit DIR]   # here (no GPU needed): build the CUDA test
+#                                                # binaries and pack them with the runtime
+#                                                # pieces a bare GPU machine lacks into DIR
+#                                                # (default build-gpu/kit, under 64 MiB)
+#   scripts/gpu-check.sh [--kit DIR]             # on the GPU machine: run the kit, at most
+#                                                # BUDGET_S seconds (default 290), results in
+#                                                # $OUT (default DIR/out)
 #
-# Exit status: 0 all passed; 1 a step failed; 77 no usable GPU (nothing was run).
+# The run goes in stages, in priority order, each under what is left of the budget:
+#   1 smoke       nvidia-smi; the team collectives on the GPU; a 1 MiB round trip of every codec
+#   2 correctness core_test_cuda: executor members, team kernels, streams and events, every
+#                 registered codec giving the host's frame bytes
+#   3 throughput  core_cuda_throughput at THROUGHPUT_MIB (256) for THROUGHPUT_DTYPES (f32 f64)
+# then one table ($OUT/summary.md: stage, result, seconds, and the throughput figures) and one
+# tarball of every log ($OUT/gpu-check-logs.tar.gz). The kit needs only the CUDA driver and
+# the C++ runtime on the GPU machine: no MPI, Catch2 (built in) or libzfp.
+#
+# Exit status: 0 all stages passed; 1 a stage failed; 77 no usable GPU (nothing was run).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 SRC=$PWD
-BUILD=${BUILD_DIR:-$SRC/build-gpu}
-OUT_DIR=${OUT:-$BUILD/out}
+KIT=$SRC/build-gpu/kit
+MODE=run
+while [ $# -gt 0 ]; do
+  case $1 in
+    --prepare) MODE=prepare ;;
+    --kit) KIT=$(realpath -m "$2"); shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "gpu-check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+# --- prepare: build here, pack the kit ------------------------------------------------------------
+if [ "$MODE" = prepare ]; then
+  BUILD=${BUILD_DIR:-$SRC/build-gpu}
+  NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+  [ -x "$NVCC" ] || { echo "gpu-check: no nvcc (set CUDACXX)" >&2; exit 1; }
+  echo "gpu-check: configure $BUILD (CUDA architectures ${CUDA_ARCHS:-80;90})"
+  cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
+        -DHCOMM_ENABLE_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHS:-80;90}" -DHCOMM_BUILD_TESTS=ON \
+        -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=OFF -DHCOMM_BUILD_TOOLS=OFF \
+        -DHCOMM_TEST_AREAS=core >"$BUILD.configure.log" 2>&1 || { tail -30 "$BUILD.configure.log"; exit 1; }
+  echo "gpu-check: build core_test_cuda core_cuda_throughput"
+  cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" --target core_test_cuda core_cuda_throughput \
+        >"$BUILD.build.log" 2>&1 || { grep -E "error|FAILED" "$BUILD.build.log" | head -30; exit 1; }
+  rm -rf "$KIT"
+  mkdir -p "$KIT/bin" "$KIT/lib"
+  cp "$BUILD/tests/core/core_test_cuda" "$BUILD/tests/core/core_cuda_throughput" "$KIT/bin/"
+  # The CUDA runtime the binaries were linked against, used there only if the machine's
+  # toolkit lacks that version.
+  for lib in $(ldd "$KIT/bin/core_test_cuda" | awk '/libcudart/ {print $3}'); do cp -L "$lib" "$KIT/lib/"; done
+  git -C "$SRC" rev-parse HEAD >"$KIT/commit" 2>/dev/null || echo unknown >"$KIT/commit"
+  du -sh "$KIT"
+  bytes=$(du -sb "$KIT" | cut -f1)
+  if [ "$bytes" -gt $((64 * 1024 * 1024)) ]; then
+    echo "gpu-check: the kit is $bytes bytes, over 64 MiB" >&2
+    exit 1
+  fi
+  echo "gpu-check: kit ready in $KIT (commit $(cat "$KIT/commit")); run: scripts/gpu-check.sh --kit $KIT"
+  exit 0
+fi
+
+# --- run: on the GPU machine --------------------------------------------------------------------
 BUDGET_S=${BUDGET_S:-290}
-JOBS=${JOBS:-$(nproc)}
+OUT_DIR=${OUT:-$KIT/out}
 START=$(date +%s)
 mkdir -p "$OUT_DIR"
 LOG=$OUT_DIR/gpu-check.log
 : >"$LOG"
+TABLE=$OUT_DIR/stages.tsv
+: >"$TABLE"
 say() { echo "[gpu-check $(($(date +%s) - START))s] $*" | tee -a "$LOG"; }
 left() { echo $((BUDGET_S - ($(date +%s) - START))); }
 status=0
+# stage NAME CAP_SECONDS CMD...: runs CMD under min(CAP, time left), logs to $OUT/NAME.log,
+# records the result in the table.
+stage() {
+  local name=$1 cap=$2
+  shift 2
+  local t
+  t=$(left)
+  [ "$t" -gt "$cap" ] && t=$cap
+  if [ "$t" -lt 10 ]; then
+    say "stage $name: no time left (budget ${BUDGET_S}s): not run"
+    printf '%s\tnot run (no time left)\t0\n' "$name" >>"$TABLE"
+    status=1
+    return 1
+  fi
+  say "stage $name (at most ${t}s): $*"
+  local s0 rc
+  s0=$(date +%s)
+  timeout "$t" "$@" >"$OUT_DIR/$name.log" 2>&1
+  rc=$?
+  local dt=$(($(date +%s) - s0)) result=pass
+  if [ $rc -eq 124 ]; then result="timed out after ${t}s"; status=1
+  elif [ $rc -ne 0 ]; then result="failed (exit $rc)"; status=1; fi
+  tail -5 "$OUT_DIR/$name.log" | tee -a "$LOG"
+  printf '%s\t%s\t%s\n' "$name" "$result" "$dt" >>"$TABLE"
+  say "stage $name: $result in ${dt}s"
+  [ $rc -eq 0 ]
+}
 
-# --- the GPU -----------------------------------------------------------------------------------
-if ! command -v nvidia-smi >/dev/null 2>&1; then
-  say "SKIPPED: no nvidia-smi on PATH (no NVIDIA driver): nothing to check"
+[ -x "$KIT/bin/core_test_cuda" ] || { say "FAIL: no kit in $KIT (run scripts/gpu-check.sh --prepare first)"; exit 1; }
+if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >"$OUT_DIR/nvidia-smi.txt" 2>&1; then
+  say "SKIPPED: no usable NVIDIA driver (nvidia-smi missing or failing): nothing to check"
   exit 77
 fi
-if ! nvidia-smi >"$OUT_DIR/nvidia-smi.txt" 2>&1; then
-  say "SKIPPED: nvidia-smi failed: $(head -1 "$OUT_DIR/nvidia-smi.txt")"
-  exit 77
-fi
-# compute_cap "9.0" -> "90" (first GPU; the tests use device 0).
-CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
-GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
-if ! [[ "$CAP" =~ ^[0-9]+$ ]]; then
-  say "nvidia-smi gave no compute capability ('$CAP'); falling back to CMAKE_CUDA_ARCHITECTURES=native"
-  CAP=native
-fi
-say "GPU: $GPU; building for CUDA architecture $CAP; $JOBS build jobs; budget ${BUDGET_S}s"
-
-NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if [ ! -x "$NVCC" ]; then
-  say "FAIL: no nvcc (set CUDACXX or put nvcc on PATH)"
-  exit 1
-fi
-"$NVCC" --version | tail -2 | tee -a "$LOG"
-
-# --- configure: CUDA on, only what the check needs -----------------------------------------------
-say "configure $BUILD"
-if ! cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
-     -DHCOMM_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="$CAP" -DHCOMM_BUILD_TESTS=ON -DHCOMM_BUILD_BENCH=ON \
-     -DHCOMM_BUILD_EXAMPLES=OFF >>"$LOG" 2>&1; then
-  say "FAIL: configure (see $LOG)"
-  tail -30 "$LOG"
-  exit 1
-fi
-
-# --- build: the executables of the tests labelled "cuda", and the codec benchmark ---------------
-# Which executables the "cuda" tests run is written in the generated CTestTestfile.cmake files
-# (add_test + set_tests_properties LABELS) before anything is built; ctest itself only reports
-# commands of executables that already exist. Tests registered by catch_discover_tests do not
-# appear there, so executable targets with "cuda" in their name are added too. Ninja builds a
-# file path given relative to the build folder.
-CUDA_EXES=$(python3 - "$BUILD" 2>>"$LOG" <<'PY'
-import os, re, sys
-build = sys.argv[1]
-found = []
-for root, _, files in os.walk(build):
-    if "CTestTestfile.cmake" not in files:
-        continue
-    text = open(os.path.join(root, "CTestTestfile.cmake")).read()
-    cmds = dict(re.findall(r'add_test\(\[=\[(.+?)\]=\] "([^"]+)"', text))
-    for name, props in re.findall(r'set_tests_properties\(\[=\[(.+?)\]=\] PROPERTIES (.*)\)', text):
-        m = re.search(r'LABELS "([^"]*)"', props)
-        if m and "cuda" in m.group(1).split(";") and name in cmds and cmds[name] not in found:
-            found.append(cmds[name])
-print("\n".join(found))
-PY
-)
-NAMED_CUDA=$(ninja -C "$BUILD" -t targets all 2>/dev/null |
-             sed -n 's|^\([^:]*cuda[^/:]*\): [A-Z]*_EXECUTABLE_LINKER.*|\1|p' | sort -u)
-TARGETS=()
-for exe in $CUDA_EXES; do
-  case "$exe" in "$BUILD"/*) TARGETS+=("${exe#"$BUILD"/}") ;; esac
-done
-for t in $NAMED_CUDA; do
-  case " ${TARGETS[*]} " in *" $t "*) ;; *) TARGETS+=("$t") ;; esac
-done
-# bench/codec executables, whatever their names (listed by ninja under bench/codec/).
-BENCH_EXES=$(ninja -C "$BUILD" -t targets all 2>/dev/null |
-             sed -n 's|^\(bench/codec/[^/:]*\): [A-Z]*_EXECUTABLE_LINKER.*|\1|p' | sort -u)
-if [ ${#TARGETS[@]} -eq 0 ]; then
-  say "FAIL: no test is labelled cuda (is HCOMM_ENABLE_CUDA on in $BUILD?)"
-  exit 1
-fi
-for b in $BENCH_EXES; do TARGETS+=("$b"); done
-say "build: ${TARGETS[*]}"
-if ! cmake --build "$BUILD" -j "$JOBS" --target "${TARGETS[@]}" >>"$LOG" 2>&1; then
-  say "FAIL: build (see $LOG)"
-  grep -E "error|FAILED" "$LOG" | head -30
-  exit 1
-fi
-
-# --- CUDA tests --------------------------------------------------------------------------------
-T=$(left)
-[ "$T" -lt 60 ] && T=60
-say "ctest -L cuda (timeout ${T}s)"
-timeout "$T" ctest --test-dir "$BUILD" -L cuda --output-on-failure --timeout "$T" \
-      --output-junit "$OUT_DIR/ctest-cuda.xml" 2>&1 | tee "$OUT_DIR/ctest-cuda.txt" >>"$LOG"
-rc=${PIPESTATUS[0]}
-tail -5 "$OUT_DIR/ctest-cuda.txt" | tee -a "$LOG"
-if grep -q "SKIPPED: no CUDA device" "$OUT_DIR/ctest-cuda.txt" || grep -q "\*\*\*Skipped" "$OUT_DIR/ctest-cuda.txt"; then
-  say "FAIL: the CUDA tests skipped although nvidia-smi sees a GPU"
-  status=1
-fi
-[ "$rc" -ne 0 ] && { say "FAIL: CUDA tests (exit $rc)"; status=1; }
-
-# --- GPU codec throughput (tests/core/cuda/cuda_throughput.cu) ---------------------------------
-TP=$BUILD/tests/core/core_cuda_throughput
-if [ -x "$TP" ]; then
-  for dt in ${THROUGHPUT_DTYPES:-f32}; do
-    T=$(($(left) - 60))
-    [ "$T" -lt 30 ] && T=30
-    say "GPU throughput at ${THROUGHPUT_MIB:-256} MiB, $dt (at most ${T}s) -> $OUT_DIR/cuda_throughput_$dt.jsonl"
-    timeout "$T" "$TP" --mib "${THROUGHPUT_MIB:-256}" --dtype "$dt" >"$OUT_DIR/cuda_throughput_$dt.jsonl" \
-      2>"$OUT_DIR/cuda_throughput_$dt.err"
-    trc=$?
-    tee -a "$LOG" <"$OUT_DIR/cuda_throughput_$dt.jsonl"
-    [ "$trc" -ne 0 ] && { say "FAIL: core_cuda_throughput exited $trc ($(head -3 "$OUT_DIR/cuda_throughput_$dt.err"))"; status=1; }
-  done
+GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>/dev/null | head -1)
+say "GPU: $GPU; kit commit $(cat "$KIT/commit" 2>/dev/null); budget ${BUDGET_S}s"
+# The machine's own CUDA runtime when it has the kit's version, else the kit's copy.
+KIT_CUDART=$(ls "$KIT/lib" 2>/dev/null | grep -m1 libcudart || true)
+if [ -n "$KIT_CUDART" ] && ! ldconfig -p 2>/dev/null | grep -q "$KIT_CUDART" &&
+   ! ls /usr/local/cuda/lib*/"$KIT_CUDART" >/dev/null 2>&1; then
+  export LD_LIBRARY_PATH=$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  say "using the kit's $KIT_CUDART"
 else
-  say "FAIL: $TP was not built"
-  status=1
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
+BIN=$KIT/bin
 
-# --- host codec benchmark (bench/codec, when present) ---------------------------------------------
-# Small by default (the GPU is what this script is about): BENCH_ARGS replaces the defaults.
-DEFAULT_BENCH_ARGS="--hcomm_sizes=16,256 --hcomm_threads=$JOBS --hcomm_no_libzfp --benchmark_min_time=0.2"
-if [ -z "$BENCH_EXES" ]; then
-  say "no bench/codec executable in this tree: benchmark not run"
+# 1 smoke: if the collectives or a small round trip fail, the rest is not worth the lease.
+if ! stage smoke-collectives 60 "$BIN/core_test_cuda" "cuda team collectives give their defined results" ||
+   ! stage smoke-roundtrip 60 "$BIN/core_cuda_throughput" --mib 1; then
+  say "smoke failed: later stages skipped"
 else
-  for b in $BENCH_EXES; do
-    T=$(($(left) - 10))
-    if [ "$T" -lt 20 ]; then
-      say "no time left for $b (budget ${BUDGET_S}s): not run"
-      status=1
-      continue
-    fi
-    name=$(basename "$b")
-    say "benchmark $name (at most ${T}s) -> $OUT_DIR/$name.json"
-    # shellcheck disable=SC2086
-    timeout "$T" "$BUILD/$b" --benchmark_out="$OUT_DIR/$name.json" --benchmark_out_format=json \
-      ${BENCH_ARGS:-$DEFAULT_BENCH_ARGS} >"$OUT_DIR/$name.txt" 2>&1
-    brc=$?
-    tail -40 "$OUT_DIR/$name.txt" | tee -a "$LOG"
-    if [ "$brc" -eq 124 ]; then
-      say "FAIL: $name ran past ${T}s (narrow it with BENCH_ARGS=--benchmark_filter=...)"
-      status=1
-    elif [ "$brc" -ne 0 ]; then
-      say "FAIL: $name exited $brc"
-      status=1
-    fi
+  # 2 correctness, 3 throughput.
+  stage correctness 150 "$BIN/core_test_cuda" --durations yes
+  for dt in ${THROUGHPUT_DTYPES:-f32 f64}; do
+    stage "throughput-$dt" 90 "$BIN/core_cuda_throughput" --mib "${THROUGHPUT_MIB:-256}" --dtype "$dt"
   done
 fi
 
+# One table: the stages, then the throughput lines.
 {
-  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "gpu: $GPU (cuda arch $CAP)"
-  echo "host: $(uname -n), $(nproc) cores"
-  echo "elapsed_s: $(($(date +%s) - START))"
-  echo "status: $([ $status -eq 0 ] && echo pass || echo fail)"
-} >"$OUT_DIR/summary.txt"
-tee -a "$LOG" <"$OUT_DIR/summary.txt"
+  echo "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo
+  echo "GPU: $GPU; host $(uname -n), $(nproc) cores; kit commit $(cat "$KIT/commit" 2>/dev/null)"
+  echo
+  echo "| stage | result | seconds |"
+  echo "|---|---|---:|"
+  awk -F'\t' '{printf "| %s | %s | %s |\n", $1, $2, $3}' "$TABLE"
+  tp=$(cat "$OUT_DIR"/throughput-*.log 2>/dev/null | grep '^{' || true)
+  if [ -n "$tp" ]; then
+    echo
+    echo "| codec | dtype | data | MiB | compress GB/s | decompress GB/s | ratio | round trip |"
+    echo "|---|---|---|---:|---:|---:|---:|---|"
+    echo "$tp" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    d = json.loads(line)
+    g = lambda k: d.get(k, "")
+    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (g("codec"), g("dtype"), g("data"), g("mib"), g("compress_GBps"),
+                                                    g("decompress_GBps"), g("ratio"), g("round_trip")))
+' 2>/dev/null || echo "$tp"
+  fi
+  echo
+  echo "status: $([ $status -eq 0 ] && echo pass || echo fail), $(($(date +%s) - START)) s"
+} >"$OUT_DIR/summary.md"
+tee -a "$LOG" <"$OUT_DIR/summary.md"
+tar -czf "$OUT_DIR/gpu-check-logs.tar.gz" -C "$OUT_DIR" --exclude gpu-check-logs.tar.gz . 2>/dev/null
 exit $status

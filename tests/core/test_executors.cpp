@@ -17,6 +17,9 @@
 #include "hcomm/codec/registry.hpp"
 #include "hcomm/exec/exec.hpp"
 #include "hcomm/exec/host_check.hpp"
+#if HCOMM_EXEC_HAS_KOKKOS
+#include "kokkos_session.hpp"
+#endif
 
 namespace {
 
@@ -25,17 +28,7 @@ namespace codec = hcomm::codec;
 namespace exec = hcomm::exec;
 
 #if HCOMM_EXEC_HAS_KOKKOS
-// Kokkos must be initialised before the first executor call and finalised after the last;
-// the test main is shared with other tests, so a static object does it for this binary.
-struct kokkos_session {
-  kokkos_session() {
-    if (!Kokkos::is_initialized()) Kokkos::initialize();
-  }
-  ~kokkos_session() {
-    if (Kokkos::is_initialized()) Kokkos::finalize();
-  }
-};
-const kokkos_session the_kokkos_session;
+const hcomm_test::kokkos_session the_kokkos_session;
 #endif
 
 // Executor setups under test. The reference for byte comparisons is host_1.

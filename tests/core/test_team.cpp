@@ -23,6 +23,7 @@
 #include "hcomm/core/config.hpp"
 #if HCOMM_HAS_KOKKOS
 #include "hcomm/exec/kokkos.hpp"
+#include "kokkos_session.hpp"
 #endif
 
 namespace {
@@ -36,15 +37,7 @@ using hcomm_test::collectives_kernel;
 constexpr int team_sizes[] = {32, 64, 96, 256, 1024};
 
 #if HCOMM_HAS_KOKKOS
-struct kokkos_session {
-  kokkos_session() {
-    if (!Kokkos::is_initialized()) Kokkos::initialize();
-  }
-  ~kokkos_session() {
-    if (Kokkos::is_initialized()) Kokkos::finalize();
-  }
-};
-const kokkos_session the_kokkos_session;
+const hcomm_test::kokkos_session the_kokkos_session;
 #endif
 
 exec::host fast(int threads = 2) {

@@ -49,6 +49,15 @@ HCOMM_HOST_DEVICE std::uint32_t load_word32(const void* p) {
   return w;
 }
 
+// Values of chunk c of n, and its groups of 32.
+struct chunk_extent {
+  std::size_t base, count;
+  unsigned groups;
+  HCOMM_HOST_DEVICE chunk_extent(std::size_t c, std::size_t n)
+      : base(c * chunk_values), count(min_size(chunk_values, n - c * chunk_values)),
+        groups(static_cast<unsigned>((min_size(chunk_values, n - c * chunk_values) + 31) / 32)) {}
+};
+
 // Pass 1 of encode_chunk_kernel<float>: chunk c into its slot, its size in words to sizes[c].
 struct encode_chunk_team_f32 {
   static constexpr int max_team = 1024;
@@ -67,9 +76,9 @@ struct encode_chunk_team_f32 {
   template <class Team>
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
     const std::size_t c = team.league_rank();
-    const std::size_t base = c * chunk_values;
-    const std::size_t count = min_size(chunk_values, n - base);
-    const unsigned groups = static_cast<unsigned>((count + 31) / 32);
+    const chunk_extent e(c, n);
+    const std::size_t base = e.base, count = e.count;
+    const unsigned groups = e.groups;
     const std::size_t dim = static_cast<std::size_t>(*dim_ptr);
     const int T = team.size();
     const int per_round = T / 32;  // groups per round
@@ -145,9 +154,9 @@ struct decode_chunk_team_f32 {
   template <class Team>
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
     const std::size_t c = team.league_rank();
-    const std::size_t base = c * chunk_values;
-    const std::size_t count = min_size(chunk_values, n - base);
-    const unsigned groups = static_cast<unsigned>((count + 31) / 32);
+    const chunk_extent e(c, n);
+    const std::size_t base = e.base, count = e.count;
+    const unsigned groups = e.groups;
     const int T = team.size();
     const int per_round = T / 32;
     const unsigned char* src = payload + head_bytes + index_bytes(chunks) + offsets[c] * 4;

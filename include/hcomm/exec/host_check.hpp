@@ -23,6 +23,7 @@
 #include <numeric>
 #include <vector>
 
+#include "hcomm/exec/host.hpp"
 #include "hcomm/exec/host_event.hpp"
 #include "hcomm/exec/host_team.hpp"
 #include "hcomm/exec/scan_kernels.hpp"
@@ -63,22 +64,17 @@ struct host_check {
     run_exclusive_scan(*this, in, out, n, scan_team, partial.data());
   }
 
+  // Host memory, as the host executor's, but poisoned.
   void* allocate(std::size_t bytes) const {
-    if (bytes == 0) return nullptr;
-    void* p = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
-    if (!p) throw std::bad_alloc();
-    std::memset(p, 0xA5, bytes);
+    void* p = host{}.allocate(bytes);
+    if (p) std::memset(p, 0xA5, bytes);
     return p;
   }
-  void deallocate(void* p) const noexcept { std::free(p); }
-  void copy(void* dst, const void* src, std::size_t bytes) const {
-    if (bytes) std::memmove(dst, src, bytes);
-  }
+  void deallocate(void* p) const noexcept { host{}.deallocate(p); }
+  void copy(void* dst, const void* src, std::size_t bytes) const { host{}.copy(dst, src, bytes); }
   void to_host(void* host_dst, const void* src, std::size_t bytes) const { copy(host_dst, src, bytes); }
   void from_host(void* dst, const void* host_src, std::size_t bytes) const { copy(dst, host_src, bytes); }
-  void fill_zero(void* dst, std::size_t bytes) const {
-    if (bytes) std::memset(dst, 0, bytes);
-  }
+  void fill_zero(void* dst, std::size_t bytes) const { host{}.fill_zero(dst, bytes); }
   void synchronize() const noexcept {}
   using event_type = host_event;
   host_event record() const noexcept { return host_event::completed(); }  // in order

@@ -21,6 +21,16 @@ namespace scan_detail {
 inline constexpr int items = 8;  // values per thread of a tile
 
 HCOMM_HOST_DEVICE constexpr std::size_t tile_values(int team) { return static_cast<std::size_t>(team) * items; }
+
+// Sum of thread t's values of the tile at base (items consecutive values, those below n).
+HCOMM_HOST_DEVICE std::uint64_t thread_sum(const std::uint64_t* in, std::size_t n, std::size_t base, int t) {
+  std::uint64_t acc = 0;
+  for (int j = 0; j < items; ++j) {
+    const std::size_t i = base + static_cast<std::size_t>(t) * items + j;
+    if (i < n) acc += in[i];
+  }
+  return acc;
+}
 }  // namespace scan_detail
 
 // Tiles of `team` threads over n values: the words of partials the scan needs (plus one).
@@ -41,14 +51,7 @@ struct scan_reduce_tiles_kernel {
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
     const std::size_t base = team.league_rank() * scan_detail::tile_values(team.size());
     auto s = team.template per_thread<std::uint64_t>();
-    team.for_threads([&](int t) {
-      std::uint64_t acc = 0;
-      for (int j = 0; j < scan_detail::items; ++j) {
-        const std::size_t i = base + static_cast<std::size_t>(t) * scan_detail::items + j;
-        if (i < n) acc += in[i];
-      }
-      s[t] = acc;
-    });
+    team.for_threads([&](int t) { s[t] = scan_detail::thread_sum(in, n, base, t); });
     const std::uint64_t total = team.reduce(s, sum{});
     team.for_threads([&](int t) {
       if (t == 0) partial[team.league_rank()] = total;
@@ -103,14 +106,7 @@ struct scan_tiles_kernel {
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
     const std::size_t base = team.league_rank() * scan_detail::tile_values(team.size());
     auto s = team.template per_thread<std::uint64_t>();
-    team.for_threads([&](int t) {
-      std::uint64_t acc = 0;
-      for (int j = 0; j < scan_detail::items; ++j) {
-        const std::size_t i = base + static_cast<std::size_t>(t) * scan_detail::items + j;
-        if (i < n) acc += in[i];
-      }
-      s[t] = acc;
-    });
+    team.for_threads([&](int t) { s[t] = scan_detail::thread_sum(in, n, base, t); });
     auto before = team.exclusive_scan(s, sum{}, std::uint64_t{0});
     // Each thread rewrites only the values it read (in may be out).
     team.for_threads([&](int t) {
