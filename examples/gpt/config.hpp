@@ -6,6 +6,7 @@
 // The global batch (sequences per step) belongs to the configuration; the grid only decides
 // how it is divided, so one configuration gives one loss curve on any grid.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -59,8 +60,49 @@ struct config {
     return pp > 1 ? 1 : batch / dp;
   }
 
+  // Sizes are checked for range before anything divides by them (a zero --heads or --tp must
+  // be an error message, not SIGFPE), then for divisibility by the grid; rates must be finite
+  // and in range. The command line range-checks every option as it parses; this is the same
+  // check for configurations built in code.
   void validate(int dp, int pp, int tp) const {
     auto bad = [](const std::string& m) { hcomm::fail(hcomm::errc::invalid_argument, "gpt config: " + m); };
+    auto positive = [&](const char* what, long long v) {
+      if (v < 1) bad(std::string(what) + " must be at least 1 (got " + std::to_string(v) + ")");
+    };
+    positive("--layers", layers);
+    positive("--channels", channels);
+    positive("--heads", heads);
+    positive("--block", block);
+    positive("--batch", batch);
+    positive("--steps", steps);
+    positive("vocab", vocab);
+    positive("--dp", dp);
+    positive("--pp", pp);
+    positive("--tp", tp);
+    if (micro_batch < 0) bad("--micro-batch must be >= 0 (0: chosen from the grid)");
+    if (warmup < 0) bad("--warmup must be >= 0");
+    if (eval_every < 0) bad("--eval-every must be >= 0");
+    if (eval_batches < 1) bad("--eval-batches must be at least 1");
+    // element counts of the largest buffers must fit the int arithmetic of the kernels
+    constexpr long long int_max = 0x7fffffffLL;
+    if (4LL * channels > int_max || static_cast<long long>(batch) * block > int_max ||
+        static_cast<long long>(vocab) * channels > int_max || static_cast<long long>(block) * 4 * channels > int_max ||
+        static_cast<long long>(batch) * block * vocab > 0x7fffffffffffLL)
+      bad("sizes too large: batch x block, 4 x channels and vocab x channels must fit a 32-bit int");
+    auto finite_in = [&](const char* what, double v, double lo, double hi, bool lo_open) {
+      if (!std::isfinite(v) || v < lo || v > hi || (lo_open && v == lo))
+        bad(std::string(what) + " must be a finite number in " + (lo_open ? "(" : "[") + std::to_string(lo) + ", " +
+            std::to_string(hi) + "] (got " + std::to_string(v) + ")");
+    };
+    finite_in("--lr", lr, 0.0, 1.0, true);
+    finite_in("--min-lr-frac", min_lr_frac, 0.0, 1.0, false);
+    finite_in("--wd", weight_decay, 0.0, 1.0, false);
+    finite_in("--clip", grad_clip, 0.0, 1e6, false);
+    finite_in("--val-frac", val_frac, 0.0, 0.5, false);
+    finite_in("beta1", beta1, 0.0, 1.0, false);
+    finite_in("beta2", beta2, 0.0, 1.0, false);
+    finite_in("eps", eps, 0.0, 1.0, true);
+    if (arch == arch_kind::neox) finite_in("--rotary-pct", rotary_pct, 0.0, 1.0, false);
     if (channels % heads) bad("channels (" + std::to_string(channels) + ") must be divisible by heads");
     if (heads % tp) bad("heads (" + std::to_string(heads) + ") must be divisible by --tp " + std::to_string(tp));
     if (vocab % tp) bad("vocab (" + std::to_string(vocab) + ") must be divisible by --tp");
@@ -70,8 +112,6 @@ struct config {
     if (mb < 1 || (batch / dp) % mb)
       bad("per-DP-rank batch (" + std::to_string(batch / dp) + ") must be divisible by --micro-batch " +
           std::to_string(mb));
-    if (arch == arch_kind::neox && (rotary_pct < 0.f || rotary_pct > 1.f)) bad("rotary_pct must be in [0, 1]");
-    if (block < 1 || steps < 0) bad("block and steps must be positive");
   }
 
   // A fingerprint of everything that shapes parameters, optimizer state or data order:

@@ -22,6 +22,15 @@ struct text_data {
   std::vector<std::uint8_t> bytes;
   std::int64_t train_len = 0, val_start = 0, val_len = 0;
 
+  // Refuses a file too short for two windows of T+1 bytes in each part (train, validation).
+  static void check_size(const std::string& path, std::int64_t n, float val_frac, int T) {
+    std::int64_t val_len = static_cast<std::int64_t>(static_cast<double>(n) * val_frac);
+    if (val_len < 2 * (T + 1)) val_len = 2 * (T + 1);
+    if (n - val_len < 2 * (T + 1))
+      hcomm::fail(hcomm::errc::invalid_argument, "data file '" + path + "' is too short for sequences of " +
+                                                     std::to_string(T) + " bytes (" + std::to_string(n) + " bytes)");
+  }
+
   static text_data load(const std::string& path, float val_frac, int T) {
     std::ifstream f(path, std::ios::binary);
     if (!f) hcomm::fail(hcomm::errc::io_failure, "cannot open data file '" + path + "' (run scripts/setup.sh for data/kjv.txt)");
@@ -32,9 +41,7 @@ struct text_data {
     if (d.val_len < 2 * (T + 1)) d.val_len = 2 * (T + 1);
     d.train_len = n - d.val_len;
     d.val_start = d.train_len;
-    if (d.train_len < 2 * (T + 1))
-      hcomm::fail(hcomm::errc::invalid_argument, "data file '" + path + "' is too short for sequences of " +
-                                                     std::to_string(T) + " bytes (" + std::to_string(n) + " bytes)");
+    check_size(path, n, val_frac, T);
     return d;
   }
 

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "cli.hpp"
+#include "collective.hpp"
 #include "config.hpp"
 #include "hcomm/comm/threads.hpp"
 #include "plain_comm.hpp"
@@ -28,135 +30,9 @@
 
 namespace {
 
-const char* usage =
-    "usage: train_gpt [options]\n"
-    " model:   --arch gpt2|neox  --model tiny|small|medium  --layers L --channels C --heads NH\n"
-    "          --block T  --rotary-pct F (neox)\n"
-    " batch:   --batch B (global sequences per step)  --micro-batch S (sequences per micro-batch)\n"
-    " optim:   --steps N --lr X --min-lr-frac F --warmup N --wd X --clip X --seed N\n"
-    " eval:    --eval-every N --eval-batches N --val-frac F\n"
-    " grid:    --dp N --pp N --tp N  (ranks = dp*pp*tp; rank = tp + TP*(dp + DP*pp))\n"
-    " comm:    --scheme none|naive:R|mzhybrid:R|zhybrid:R1,R2[+ef]|plain (plain: uncompressed MPI, no hcomm)\n"
-    "          --compress-min-bytes N (hcomm: smaller messages go uncompressed; default hcomm's, 1 MiB)\n"
-    "          --idle-sleep-us N (hcomm: wait by testing and sleeping N us, 0: MPI_Wait; default -1: 100 when\n"
-    "            more ranks share the host than it has CPUs, else 0)\n"
-    " data:    --data FILE (default data/kjv.txt)\n"
-    " output:  --metrics FILE (JSON lines) --losses-out FILE --quiet --sample N --prompt TEXT\n"
-    " check:   --expect-losses FILE [--expect-rtol X, 0 = bitwise]\n"
-    " ckpt:    --save PREFIX [--save-every N] [--stop-at STEP]  --resume PREFIX\n"
-    " cpu:     --threads N (OpenMP + OpenBLAS threads per rank; default hcomm's: OMP_NUM_THREADS, else this\n"
-    "            rank's CPUs / the ranks on this host sharing them)\n";
+using gpt::cli;
 
-struct cli {
-  gpt::config cfg;
-  gpt::run_options run;
-  int dp = 1, pp = 1, tp = 1, threads = 0;
-};
-
-[[noreturn]] void bad(const std::string& m) {
-  hcomm::fail(hcomm::errc::invalid_argument, m + "\n" + usage + gpt::sparsity_usage);
-}
-
-cli parse(int argc, char** argv) {
-  std::map<std::string, std::string> kv;
-  std::vector<std::string> flags;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--help" || a == "-h") {
-      std::fputs(usage, stdout);
-      std::fputs(gpt::sparsity_usage, stdout);
-      std::exit(0);
-    }
-    if (a.rfind("--", 0) != 0) bad("unexpected argument '" + a + "'");
-    if (a == "--quiet") {
-      flags.push_back(a);
-      continue;
-    }
-    if (i + 1 >= argc) bad("missing value for " + a);
-    kv[a] = argv[++i];
-  }
-  cli c;
-  // the preset first, then per-field overrides in any order
-  c.cfg = gpt::preset(kv.count("--model") ? kv["--model"] : "tiny");
-  auto geti = [&](const char* k, int& v) {
-    if (auto it = kv.find(k); it != kv.end()) {
-      char* end = nullptr;
-      long x = std::strtol(it->second.c_str(), &end, 10);
-      if (*end || it->second.empty()) bad(std::string(k) + " wants an integer, got '" + it->second + "'");
-      v = static_cast<int>(x);
-      kv.erase(it);
-    }
-  };
-  auto getf = [&](const char* k, float& v) {
-    if (auto it = kv.find(k); it != kv.end()) {
-      char* end = nullptr;
-      v = std::strtof(it->second.c_str(), &end);
-      if (*end || it->second.empty()) bad(std::string(k) + " wants a number, got '" + it->second + "'");
-      kv.erase(it);
-    }
-  };
-  auto gets = [&](const char* k, std::string& v) {
-    if (auto it = kv.find(k); it != kv.end()) {
-      v = it->second;
-      kv.erase(it);
-    }
-  };
-  kv.erase("--model");
-  std::string arch = "gpt2";
-  gets("--arch", arch);
-  if (arch == "gpt2") c.cfg.arch = gpt::arch_kind::gpt2;
-  else if (arch == "neox") c.cfg.arch = gpt::arch_kind::neox;
-  else bad("--arch must be gpt2 or neox");
-  geti("--layers", c.cfg.layers);
-  geti("--channels", c.cfg.channels);
-  geti("--heads", c.cfg.heads);
-  geti("--block", c.cfg.block);
-  getf("--rotary-pct", c.cfg.rotary_pct);
-  geti("--batch", c.cfg.batch);
-  geti("--micro-batch", c.cfg.micro_batch);
-  geti("--steps", c.cfg.steps);
-  getf("--lr", c.cfg.lr);
-  getf("--min-lr-frac", c.cfg.min_lr_frac);
-  geti("--warmup", c.cfg.warmup);
-  getf("--wd", c.cfg.weight_decay);
-  getf("--clip", c.cfg.grad_clip);
-  int seed = static_cast<int>(c.cfg.seed);
-  geti("--seed", seed);
-  c.cfg.seed = static_cast<std::uint64_t>(seed);
-  geti("--eval-every", c.cfg.eval_every);
-  geti("--eval-batches", c.cfg.eval_batches);
-  getf("--val-frac", c.cfg.val_frac);
-  geti("--dp", c.dp);
-  geti("--pp", c.pp);
-  geti("--tp", c.tp);
-  geti("--threads", c.threads);
-  gets("--scheme", c.run.scheme);
-  gets("--data", c.run.data);
-  gets("--metrics", c.run.metrics);
-  gets("--losses-out", c.run.losses_out);
-  gets("--expect-losses", c.run.expect_losses);
-  float rtol = static_cast<float>(c.run.expect_rtol);
-  getf("--expect-rtol", rtol);
-  c.run.expect_rtol = rtol;
-  gets("--save", c.run.save);
-  gets("--resume", c.run.resume);
-  geti("--save-every", c.run.save_every);
-  geti("--stop-at", c.run.stop_at);
-  int min_bytes = -1;
-  geti("--compress-min-bytes", min_bytes);
-  c.run.compress_min_bytes = min_bytes;
-  int idle_us = -1;
-  geti("--idle-sleep-us", idle_us);
-  if (idle_us < -1 || idle_us > 1000000) bad("--idle-sleep-us takes 0..1000000 microseconds or -1 (auto)");
-  c.run.idle_sleep_us = idle_us;
-  geti("--sample", c.run.sample);
-  gets("--prompt", c.run.prompt);
-  for (const auto& f : flags)
-    if (f == "--quiet") c.run.quiet = true;
-  gpt::take_sparsity_options(kv, c.run.sparsity);
-  if (!kv.empty()) bad("unknown option " + kv.begin()->first);
-  return c;
-}
+[[noreturn]] void bad(const std::string& m) { hcomm::fail(hcomm::errc::invalid_argument, m); }
 
 template <class Grid, class Bundle>
 int run_with(const cli& c) {
@@ -220,17 +96,65 @@ runner pick_scheme(const std::string& s) {
                                             " (add a line to schemes() in examples/gpt/train_gpt.cpp)");
 }
 
+// Local checks of the command line and the data file, before any rank communicates. Returns
+// 0 (go on), 1 (--help printed: exit 0) or 2 (bad argument: `why` says what, in one line).
+int check_arguments(int argc, char** argv, cli& c, runner& run, std::string& why, std::string& help) {
+  try {
+    c = gpt::parse_cli(argc, argv, &help);
+    run = pick_scheme(c.run.scheme);
+    gpt::check_cli(c);
+    int world = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    if (static_cast<long long>(c.dp) * c.pp * c.tp != world)
+      bad("--dp " + std::to_string(c.dp) + " x --pp " + std::to_string(c.pp) + " x --tp " + std::to_string(c.tp) +
+          " = " + std::to_string(static_cast<long long>(c.dp) * c.pp * c.tp) + " ranks, but the job has " +
+          std::to_string(world));
+    return 0;
+  } catch (const CLI::CallForHelp&) {
+    return 1;
+  } catch (const CLI::CallForAllHelp&) {
+    return 1;
+  } catch (const CLI::ParseError& e) {
+    why = std::string(e.what()) + " (train_gpt --help lists the options)";
+  } catch (const hcomm::error& e) {
+    const std::string prefix = "hcomm: invalid_argument: ";
+    why = e.what();
+    if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  // 1. Arguments: every rank parses the same command line; the verdict is agreed anyway (a
+  //    file may look different from another node) and printed once, by the lowest failing rank.
+  cli c;
+  runner run = nullptr;
+  std::string why, help;
+  int verdict = check_arguments(argc, argv, c, run, why, help);
+  int worst = verdict;
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (worst == 1 && rank == 0) std::fputs(help.c_str(), stdout);
+  if (worst == 2) {
+    const gpt::verdict v = gpt::agree(verdict != 2, why);
+    if (rank == 0) std::fprintf(stderr, "train_gpt: %s\n", v.what.c_str());
+  }
+  if (worst != 0) {
+    MPI_Finalize();
+    return worst == 1 ? 0 : 2;
+  }
+  // 2. Training. Errors that every rank reached together (gpt::stopped: a refused checkpoint,
+  //    a failed save, a non-finite loss) end the run cleanly with their code; any other error
+  //    is this rank's alone, and the others may be waiting for it in a collective: print it and
+  //    end the whole job.
   int rc = 0;
   try {
-    cli c = parse(argc, argv);
-    const runner run = pick_scheme(c.run.scheme);
-    c.cfg.validate(c.dp, c.pp, c.tp);
     // Threads per rank: --threads, else hcomm's default fitted to the ranks sharing this host's
     // CPUs (hcomm/exec/threads.hpp; collective over the world, which sees every local rank).
     // OpenMP and OpenBLAS get the same count, for the loops outside hcomm.
@@ -242,14 +166,12 @@ int main(int argc, char** argv) {
     if (rank == 0 && !c.run.quiet)
       std::printf("train_gpt: %d threads per rank (%s)\n", threads, hcomm::exec::threads_source().c_str());
     rc = run(c);
-  } catch (const gpt::already_reported&) {
-    rc = 2;
-  } catch (const hcomm::error& e) {
-    // Configuration errors are raised identically on every rank: report once, exit cleanly.
-    if (rank == 0 || e.code() != hcomm::errc::invalid_argument) std::fprintf(stderr, "train_gpt: %s\n", e.what());
-    rc = 2;
+  } catch (const gpt::stopped& e) {
+    if (rank == 0 && !e.message.empty()) std::fprintf(stderr, "train_gpt: %s\n", e.what());
+    rc = e.code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "train_gpt (rank %d): %s\n", rank, e.what());
+    std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
   // Ranks agree on the exit code so that mpiexec reports failure from any rank.

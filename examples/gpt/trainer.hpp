@@ -31,21 +31,19 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "checkpoint.hpp"
+#include "collective.hpp"
 #include "config.hpp"
 #include "data.hpp"
+#include "faults.hpp"
 #include "model.hpp"
 #include "optim.hpp"
 #include "sparsity.hpp"
 #include "text.hpp"
 
 namespace gpt {
-
-
-// Thrown on every rank after one rank has printed why the run cannot go on.
-struct already_reported : std::exception {
-  const char* what() const noexcept override { return "error already reported"; }
-};
 
 struct run_options {
   std::string data = "data/kjv.txt";
@@ -59,6 +57,10 @@ struct run_options {
   int idle_sleep_us = -1;              // hcomm: comm_options::idle_sleep_us (-1: auto, 0: MPI_Wait)
   int save_every = 0;         // also save every k steps (0: only at the end / stop)
   int stop_at = -1;           // stop (and save) before this step, as if interrupted
+  int keep = 1;               // complete checkpoint sets kept in the --save directory
+  std::string on_save_error = "stop";  // a failed save: stop | continue (training goes on)
+  double comm_timeout = 0;    // watchdog seconds (0: off)
+  bool skip_nonfinite = false;  // NaN/Inf loss or gradient norm: skip the update (else stop)
   int sample = 64;            // bytes of text to sample at the end (0: none)
   std::string prompt = "And God said";
   bool quiet = false;
@@ -146,17 +148,26 @@ class trainer {
           std::fflush(stdout);
         }
         if (metrics) {
-          std::fprintf(metrics,
-                       "{\"step\": %lld, \"loss\": %.9g, \"lr\": %.9g, \"tokens_per_s\": %.1f, \"ms\": %.3f, "
-                       "\"flops\": %s, \"flops_step\": %s, \"density\": %.6g, \"target_density\": %.6g, "
-                       "\"attention_density\": %.6g, \"phase\": \"%s\", \"dp_sparse_saved\": %.0f, \"comm\": {\"dp\": {\"raw\": %.0f, \"sent\": %.0f}, \"pp\": {\"raw\": %.0f, "
-                       "\"sent\": %.0f}, \"tp\": {\"raw\": %.0f, \"sent\": %.0f}}",
-                       static_cast<long long>(step_ + 1), loss, lr, tps, ms, msparse::flops_json(sp_.total_flops()).c_str(),
-                       msparse::flops_json(sp_.step_flops()).c_str(), sp_.density(), sp_.target_density(step_),
-                       sp_.attention_density(step_), sp_.phase(step_), sparse_saved, bytes[0].raw, bytes[0].sent,
-                       bytes[1].raw, bytes[1].sent, bytes[2].raw, bytes[2].sent);
-          if (val >= 0) std::fprintf(metrics, ", \"val_loss\": %.9g", val);
-          std::fprintf(metrics, "}\n");
+          // key order as written (ordered_json); scripts/plot_metrics.py and bench/model read these keys
+          nlohmann::ordered_json j;
+          j["step"] = step_ + 1;
+          j["loss"] = loss;
+          j["lr"] = lr;
+          j["tokens_per_s"] = tps;
+          j["ms"] = ms;
+          j["flops"] = flops_object(sp_.total_flops());
+          j["flops_step"] = flops_object(sp_.step_flops());
+          j["density"] = sp_.density();
+          j["target_density"] = sp_.target_density(step_);
+          j["attention_density"] = sp_.attention_density(step_);
+          j["phase"] = sp_.phase(step_);
+          j["dp_sparse_saved"] = sparse_saved;
+          const char* axes[3] = {"dp", "pp", "tp"};
+          for (int a = 0; a < 3; ++a) j["comm"][axes[a]] = {{"raw", bytes[a].raw}, {"sent", bytes[a].sent}};
+          if (val >= 0) j["val_loss"] = val;
+          // NaN (a step skipped by --skip-nonfinite) is not JSON: written as null
+          const std::string line = j.dump() + "\n";
+          std::fputs(line.c_str(), metrics);
           std::fflush(metrics);
         }
       }
@@ -193,6 +204,7 @@ class trainer {
     model_.zero_grads();
     sp_.begin_step(step_);
     const double local_loss = pipeline_1f1b();
+    if (faults::nan_grad().at(world_rank_, step_ + 1)) model_.grads[0] = std::numeric_limits<float>::quiet_NaN();
     // sparse layers' gradients go as packed active values (not with error feedback: its
     // residual is shaped like the dense gradient)
     sp_.allreduce_grads(comm_.dp(), model_.grads, !has_residual<dp_comm_t>);
@@ -206,8 +218,20 @@ class trainer {
     double sq = grid_.dp_rank() == 0 ? model_.local_grad_sq() : 0.0;
     MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     const double norm = std::sqrt(sq);
-    if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) model_.scale_grads(static_cast<float>(cfg_.grad_clip / (norm + 1e-6)));
-    adam_.step(model_, lr, static_cast<int>(step_) + 1);
+    // loss and norm are all-reduced, so every rank takes the same branch here
+    if (!std::isfinite(loss) || !std::isfinite(norm)) {
+      if (!opt_.skip_nonfinite)
+        throw stopped{4, "step " + std::to_string(step_ + 1) + ": " + (std::isfinite(loss) ? "gradient norm" : "loss") +
+                             " is " + std::to_string(std::isfinite(loss) ? norm : loss) +
+                             " (non-finite); stopping (--skip-nonfinite skips such updates)"};
+      if (world_rank_ == 0)
+        std::fprintf(stderr, "train_gpt: step %lld: loss %g, gradient norm %g (non-finite): update skipped\n",
+                     static_cast<long long>(step_ + 1), loss, norm);
+      ++skipped_;
+    } else {
+      if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) model_.scale_grads(static_cast<float>(cfg_.grad_clip / (norm + 1e-6)));
+      adam_.step(model_, lr, static_cast<int>(step_) + 1);
+    }
     sp_.end_step(step_);  // FLOPs of this step; topology update on update steps
     cursor_ += static_cast<std::uint64_t>(cfg_.batch) * T;
     return loss;
@@ -390,6 +414,9 @@ class trainer {
     MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return {axis_bytes{v[0], v[1]}, axis_bytes{v[2], v[3]}, axis_bytes{v[4], v[5]}};
   }
+  static nlohmann::ordered_json flops_object(const msparse::step_flops& f) {
+    return {{"dense", f.dense.total()}, {"actual", f.actual.total()}};
+  }
   double n_params() const {
     double n = 0;
     for (const auto& s : model_.specs()) n += static_cast<double>(s.numel());
@@ -477,7 +504,7 @@ class trainer {
     MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if (first_bad != std::numeric_limits<int>::max()) {
       if (first_bad == world_rank_) std::fprintf(stderr, "train_gpt (rank %d): %s\n", world_rank_, err.c_str());
-      throw already_reported{};
+      throw stopped{2, ""};
     }
     model_.params = std::move(p);
     adam_.m = std::move(m);
@@ -553,6 +580,7 @@ class trainer {
   std::array<axis_bytes, 3> total_bytes_{};
   double last_val_ = -1;
   sparse_trainer sp_;  // --sparsity (dense: only counts FLOPs)
+  long long skipped_ = 0;  // updates skipped by --skip-nonfinite
   double total_sparse_saved_ = 0;
 };
 
