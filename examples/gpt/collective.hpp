@@ -26,6 +26,16 @@ struct stopped : std::exception {
   const char* what() const noexcept override { return message.c_str(); }
 };
 
+// An exception's message without hcomm's "hcomm: <code>: " prefix (the reason a user reads).
+inline std::string reason_of(const std::exception& e) {
+  std::string w = e.what();
+  if (w.rfind("hcomm: ", 0) == 0) {
+    const auto colon = w.find(": ", 7);
+    if (colon != std::string::npos) w = w.substr(colon + 2);
+  }
+  return w;
+}
+
 struct verdict {
   bool ok = true;
   int first_bad = -1;  // lowest rank that failed
@@ -61,7 +71,7 @@ void agreed(F&& f, int code, const std::string& prefix, MPI_Comm comm = MPI_COMM
     f();
   } catch (const std::exception& e) {
     ok = false;
-    why = e.what();
+    why = reason_of(e);
   }
   const verdict v = agree(ok, why, comm);
   if (!v.ok) throw stopped{code, prefix + "rank " + std::to_string(v.first_bad) + ": " + v.what};

@@ -4,10 +4,12 @@
 //
 //   GPT_FAULT_NAN=STEP               rank 0 puts a NaN into its gradient at STEP
 //   GPT_FAULT_SAVE_ENOSPC=RANK[:STEP] RANK's checkpoint write fails with ENOSPC (at the save
-//                                    after STEP; without STEP at every save)
+//                                    after STEP; without STEP at every save); RANK = the
+//                                    number of ranks: rank 0's write of the manifest fails
 //   GPT_FAULT_KILL_IN_SAVE=RANK:STEP RANK kills itself (SIGKILL) halfway through writing its
 //                                    checkpoint file after STEP
-//   GPT_FAULT_HANG=RANK:STEP         RANK stops communicating (sleeps) after STEP
+//   GPT_FAULT_UNSHARED=RANK          RANK does not see rank 0's files in the --save directory
+//   GPT_FAULT_HANG=RANK:STEP         RANK stops communicating (sleeps) at the start of STEP
 #pragma once
 #include <cstdlib>
 #include <string>
@@ -43,6 +45,7 @@ inline spec read(const char* var, bool step_first = false) {
 inline const spec& nan_grad() { static const spec f = read("GPT_FAULT_NAN", true); return f; }
 inline const spec& save_enospc() { static const spec f = read("GPT_FAULT_SAVE_ENOSPC"); return f; }
 inline const spec& kill_in_save() { static const spec f = read("GPT_FAULT_KILL_IN_SAVE"); return f; }
+inline const spec& unshared() { static const spec f = read("GPT_FAULT_UNSHARED"); return f; }
 inline const spec& hang() { static const spec f = read("GPT_FAULT_HANG"); return f; }
 
 }  // namespace gpt::faults

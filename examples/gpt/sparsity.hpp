@@ -354,8 +354,10 @@ class sparse_trainer final : public block_ops {
   int failures() const { return failures_; }
 
   // ---- checkpoints: PREFIX.sparse.rank<r>, written atomically, verified before use --------
-  void save(const std::string& prefix, int rank) const {
-    if (!active()) return;
+  // The checkpoint file of this rank's sparsity state (masks, schedule, FLOP totals; the RNG
+  // is (seed, step)), with a trailing checksum. Empty when not sparse.
+  std::vector<char> to_bytes() const {
+    if (!active()) return {};
     msparse::byte_writer w;
     for (char ch : std::string("GPTSPAR1")) w.put(ch);
     const auto t = topo_.to_bytes();
@@ -365,36 +367,27 @@ class sparse_trainer final : public block_ops {
     const std::uint64_t sum = detail::fnv1a(reinterpret_cast<const char*>(b.data()), b.size());
     const auto* p = reinterpret_cast<const std::uint8_t*>(&sum);
     b.insert(b.end(), p, p + 8);
-    const std::string path = checkpoint_path(prefix + ".sparse", rank), tmp = path + ".tmp";
-    {
-      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-      f.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-      f.flush();
-      if (!f) hcomm::fail(hcomm::errc::io_failure, "cannot write checkpoint " + tmp);
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) hcomm::fail(hcomm::errc::io_failure, "cannot rename " + tmp);
+    return std::vector<char>(reinterpret_cast<const char*>(b.data()), reinterpret_cast<const char*>(b.data()) + b.size());
   }
-  // Reads and verifies into scratch (throws with a reason); commit_loaded() applies it.
-  void load(const std::string& prefix, int rank) {
+  // Verifies such a file into scratch (throws with `path` and the reason); commit_loaded()
+  // applies it.
+  void load_bytes(const std::vector<char>& bytes, const std::string& path) {
     if (!active()) return;
-    const std::string path = checkpoint_path(prefix + ".sparse", rank);
-    std::ifstream f(path, std::ios::binary);
-    if (!f) hcomm::fail(hcomm::errc::io_failure, "refusing to resume: cannot open sparsity checkpoint " + path);
-    std::vector<std::uint8_t> b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const std::vector<std::uint8_t> b(bytes.begin(), bytes.end());
     if (b.size() < 16 || std::string(b.begin(), b.begin() + 8) != "GPTSPAR1")
-      hcomm::fail(hcomm::errc::foreign_frame, "refusing checkpoint " + path + ": not a train_gpt sparsity checkpoint");
+      hcomm::fail(hcomm::errc::foreign_frame, path + " is not a train_gpt sparsity checkpoint");
     std::uint64_t sum;
     std::memcpy(&sum, b.data() + b.size() - 8, 8);
     if (sum != detail::fnv1a(reinterpret_cast<const char*>(b.data()), b.size() - 8))
-      hcomm::fail(hcomm::errc::corrupt_frame, "refusing checkpoint " + path + ": checksum mismatch (corrupt or truncated)");
+      hcomm::fail(hcomm::errc::corrupt_frame, path + ": checksum mismatch (corrupt or truncated)");
     msparse::byte_reader r(b.data() + 8, b.size() - 16);
     const auto tb = r.get_array<std::uint8_t>();
     auto topo = msparse::sparse_topology::from_bytes(tb);
     if (topo.size() != topo_.size() || !(topo.sched() == topo_.sched()) || topo.seed() != topo_.seed())
-      hcomm::fail(hcomm::errc::mismatch, "refusing checkpoint " + path + ": another sparsity configuration");
+      hcomm::fail(hcomm::errc::mismatch, path + " was written by another sparsity configuration");
     for (std::size_t i = 0; i < topo.size(); ++i)
       if (topo.mask_of(i).rows() != topo_.mask_of(i).rows() || topo.mask_of(i).cols() != topo_.mask_of(i).cols())
-        hcomm::fail(hcomm::errc::mismatch, "refusing checkpoint " + path + ": mask shapes differ");
+        hcomm::fail(hcomm::errc::mismatch, path + ": mask shapes differ");
     msparse::flop_counter fc = flops_;
     fc.load(r);
     pending_topo_ = std::move(topo);

@@ -16,7 +16,9 @@
 #include <mpi.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
+#include <thread>
 #include <concepts>
 #include <type_traits>
 #include <utility>
@@ -38,6 +40,7 @@
 #include "config.hpp"
 #include "data.hpp"
 #include "faults.hpp"
+#include "watchdog.hpp"
 #include "model.hpp"
 #include "optim.hpp"
 #include "sparsity.hpp"
@@ -89,9 +92,9 @@ class trainer {
       : cfg_(c), opt_(o), grid_(g), comm_(b),
         model_(c, {g.pp_size(), g.pp_rank(), g.tp_size(), g.tp_rank()}, c.micro_for(g.dp_size(), g.pp_size()),
                c.batch / g.dp_size() / c.micro_for(g.dp_size(), g.pp_size())),
-        adam_(model_.params.size()) {
+        adam_(model_.params.size()), dog_(o.comm_timeout) {
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
-    data_ = text_data::load(o.data, c.val_frac, c.block);
+    agreed([&] { data_ = text_data::load(o.data, c.val_frac, c.block); }, 2, "cannot load --data " + o.data + ": ");
     const int M = model_.n_micro();
     const std::size_t N = static_cast<std::size_t>(model_.rows());
     tokens_.assign(M, std::vector<int>(N));
@@ -107,25 +110,36 @@ class trainer {
     const bool root = world_rank_ == 0;
     if (root && !opt_.quiet) banner();
     std::FILE* metrics = nullptr;
-    if (root && !opt_.metrics.empty()) {
-      metrics = std::fopen(opt_.metrics.c_str(), step_ > 0 ? "a" : "w");
-      if (!metrics) hcomm::fail(hcomm::errc::io_failure, "cannot open --metrics file " + opt_.metrics);
-    }
+    agreed(
+        [&] {
+          if (!root || opt_.metrics.empty()) return;
+          metrics = std::fopen(opt_.metrics.c_str(), step_ > 0 ? "a" : "w");
+          if (!metrics) hcomm::fail(hcomm::errc::io_failure, opt_.metrics + ": " + std::strerror(errno));
+        },
+        2, "cannot open --metrics: ");
     const int end = opt_.stop_at >= 0 && opt_.stop_at < cfg_.steps ? opt_.stop_at : cfg_.steps;
     const double tokens_per_step = static_cast<double>(cfg_.batch) * cfg_.block;
     double total_s = 0, total_tokens = 0;
     for (; step_ < end; ++step_) {
       reset_stats();
-      MPI_Barrier(MPI_COMM_WORLD);  // time the step, not the previous step's stragglers
+      if (faults::hang().at(world_rank_, step_ + 1)) hang_forever();
+      {
+        auto w = dog_.watch("MPI_Barrier (start of the step)", step_);
+        MPI_Barrier(MPI_COMM_WORLD);  // time the step, not the previous step's stragglers
+      }
       const double t0 = MPI_Wtime();
       const float lr = lr_at(cfg_, static_cast<int>(step_));
       const double loss = train_step(lr);
       const double ms = (MPI_Wtime() - t0) * 1e3;
       total_s += ms / 1e3;
       total_tokens += tokens_per_step;
-      const auto bytes = gather_stats();
+      std::array<axis_bytes, 3> bytes;
       double sparse_saved = sp_.saved_bytes();  // sparsity-aware DP: bytes not sent, all ranks
-      MPI_Allreduce(MPI_IN_PLACE, &sparse_saved, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      {
+        auto w = dog_.watch("MPI_Allreduce (byte counts)", step_);
+        bytes = gather_stats();
+        MPI_Allreduce(MPI_IN_PLACE, &sparse_saved, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      }
       total_sparse_saved_ += sparse_saved;
       double val = -1;
       const bool eval_now = (cfg_.eval_every > 0 && (step_ + 1) % cfg_.eval_every == 0) || step_ + 1 == cfg_.steps;
@@ -184,6 +198,7 @@ class trainer {
     }
     if (metrics) std::fclose(metrics);
     if (!opt_.save.empty()) save();
+    auto w = dog_.watch("the end of the run (sampling, tied-copy check)", step_);
     if (root && !opt_.quiet && total_s > 0) summary(total_tokens / total_s);
     if (step_ == cfg_.steps && opt_.sample > 0) sample_text();
     const int tied_rc = check_tied_copies();
@@ -203,13 +218,24 @@ class trainer {
       }
     model_.zero_grads();
     sp_.begin_step(step_);
-    const double local_loss = pipeline_1f1b();
+    double local_loss = 0;
+    {
+      auto w = dog_.watch("the 1F1B pipeline (PP send/recv, TP collectives)", step_);
+      local_loss = pipeline_1f1b();
+    }
     if (faults::nan_grad().at(world_rank_, step_ + 1)) model_.grads[0] = std::numeric_limits<float>::quiet_NaN();
-    // sparse layers' gradients go as packed active values (not with error feedback: its
-    // residual is shaped like the dense gradient)
-    sp_.allreduce_grads(comm_.dp(), model_.grads, !has_residual<dp_comm_t>);
-    // after DP: both copies then add the same two (possibly lossily reduced) terms
-    sync_tied_embedding();
+    {
+      // sparse layers' gradients go as packed active values (not with error feedback: its
+      // residual is shaped like the dense gradient)
+      auto w = dog_.watch("the DP gradient allreduce", step_);
+      sp_.allreduce_grads(comm_.dp(), model_.grads, !has_residual<dp_comm_t>);
+    }
+    {
+      // after DP: both copies then add the same two (possibly lossily reduced) terms
+      auto w = dog_.watch("the tied-embedding exchange (MPI_Sendrecv)", step_);
+      sync_tied_embedding();
+    }
+    auto w = dog_.watch("MPI_Allreduce (loss, gradient norm)", step_);
     // loss: sum of token losses from the last stage's tp-rank-0 of every DP replica
     double loss = (model_.is_last() && grid_.tp_rank() == 0) ? local_loss : 0.0;
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -336,8 +362,14 @@ class trainer {
     return bad;
   }
 
+  // GPT_FAULT_HANG (faults.hpp): this rank stops taking part, as a stuck peer would.
+  [[noreturn]] void hang_forever() {
+    while (true) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+
   // ---- evaluation and sampling ------------------------------------------------------------
   double evaluate() {
+    auto w = dog_.watch("evaluation (pipeline forward, MPI_Allreduce)", step_);
     const int M = model_.n_micro(), S = model_.micro(), T = cfg_.block;
     const int per_dp = cfg_.batch / grid_.dp_size();
     double sum = 0;
@@ -477,35 +509,66 @@ class trainer {
     }
     return r;
   }
+  // The checkpoint set of this step (checkpoint.hpp: every rank writes, all agree, rank 0's
+  // manifest makes it current). A failure is known to every rank at once: the run stops with
+  // the reason or, with --on-save-error continue, goes on with the previous set current.
   void save() {
+    if (step_ == last_saved_) return;  // --save-every already saved this step
+    auto w = dog_.watch("checkpoint save", step_);
     const std::vector<float> res = residual();
-    save_checkpoint(opt_.save, meta(),
-                    {std::span<const float>(model_.params), std::span<const float>(adam_.m), std::span<const float>(adam_.v),
-                     std::span<const float>(res)});
-    sp_.save(opt_.save, world_rank_);  // masks, schedule, FLOP totals (the RNG is (seed, step))
-    MPI_Barrier(MPI_COMM_WORLD);
+    const std::string r = std::to_string(world_rank_);
+    std::vector<set_file> files;
+    files.push_back({"rank" + r + ".ckpt",
+                     encode_checkpoint(meta(), {std::span<const float>(model_.params), std::span<const float>(adam_.m),
+                                                std::span<const float>(adam_.v), std::span<const float>(res)})});
+    if (sp_.active()) files.push_back({"rank" + r + ".sparse", sp_.to_bytes()});
+    const save_verdict v = save_set(opt_.save, set_meta(), files, opt_.keep, last_saved_ < 0);
+    if (!v.ok && v.fatal) throw stopped{3, v.message + "; stopping"};
+    if (!v.ok && opt_.on_save_error == "stop") throw stopped{3, v.message + "; stopping (--on-save-error continue trains on)"};
+    if (!v.ok) {
+      if (world_rank_ == 0) std::fprintf(stderr, "train_gpt: %s; training goes on (--on-save-error continue)\n", v.message.c_str());
+      return;
+    }
+    last_saved_ = step_;
     if (world_rank_ == 0 && !opt_.quiet)
-      std::printf("saved checkpoint %s.rank* at step %lld\n", opt_.save.c_str(), static_cast<long long>(step_));
+      std::printf("saved checkpoint set %s at step %lld\n", set_dir(opt_.save, step_).c_str(), static_cast<long long>(step_));
   }
+  set_info set_meta() const {
+    set_info i;
+    i.fingerprint = meta().fingerprint;
+    i.dp = grid_.dp_size(); i.pp = grid_.pp_size(); i.tp = grid_.tp_size();
+    i.step = step_;
+    return i;
+  }
+  // The newest complete set of --resume DIR, verified on every rank before anything changes
+  // (open_newest_set throws the same gpt::stopped on all ranks otherwise).
   void resume() {
-    std::string err;
-    checkpoint_meta got;
-    // Verify into scratch first so a refused checkpoint leaves this rank untouched.
+    auto w = dog_.watch("checkpoint resume", step_);
+    const std::string r = std::to_string(world_rank_);
+    std::vector<std::string> names{"rank" + r + ".ckpt"};
+    if (sp_.active()) names.push_back("rank" + r + ".sparse");
+    const checkpoint_meta want = meta();
+    // header check: a file of another save names its step (a mixed set), else its other reason
+    auto check = [&](const std::string& path, const std::vector<char>& bytes, std::int64_t set_step) {
+      if (path.ends_with(".sparse")) return;
+      const checkpoint_meta m = decode_checkpoint_meta(bytes, path);
+      if (m.step != set_step)
+        hcomm::fail(hcomm::errc::mismatch, path + " holds step " + std::to_string(m.step) + ", the set is step " +
+                                               std::to_string(set_step) + " (a mixed set: files of different saves)");
+      if (m.rank != world_rank_)
+        hcomm::fail(hcomm::errc::mismatch, path + " is rank " + std::to_string(m.rank) + "'s file (a mixed set)");
+    };
+    opened_set set = open_newest_set(opt_.resume, set_meta(), names, check);
+    // Decode into scratch first so that a refusal leaves every rank untouched.
     std::vector<float> p(model_.params.size()), m(p.size()), v(p.size()), res(p.size());
-    try {
-      got = load_checkpoint(opt_.resume, meta(),
-                            {std::span<float>(p), std::span<float>(m), std::span<float>(v), std::span<float>(res)});
-      sp_.load(opt_.resume, world_rank_);
-    } catch (const hcomm::error& e) {
-      err = e.what();
-    }
-    // The lowest refusing rank explains; every rank then stops without touching anything.
-    int first_bad = err.empty() ? std::numeric_limits<int>::max() : world_rank_;
-    MPI_Allreduce(MPI_IN_PLACE, &first_bad, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (first_bad != std::numeric_limits<int>::max()) {
-      if (first_bad == world_rank_) std::fprintf(stderr, "train_gpt (rank %d): %s\n", world_rank_, err.c_str());
-      throw stopped{2, ""};
-    }
+    checkpoint_meta got;
+    agreed(
+        [&] {
+          got = decode_checkpoint(set.files[0], set.dir + "/" + names[0], want,
+                                  {std::span<float>(p), std::span<float>(m), std::span<float>(v), std::span<float>(res)});
+          if (sp_.active()) sp_.load_bytes(set.files[1], set.dir + "/" + names[1]);
+        },
+        2, "refusing checkpoint set " + set.dir + ": ");
     model_.params = std::move(p);
     adam_.m = std::move(m);
     adam_.v = std::move(v);
@@ -513,6 +576,7 @@ class trainer {
     step_ = got.step;
     cursor_ = got.cursor;
     rng_state_ = got.rng;
+    last_saved_ = step_;
     sp_.commit_loaded(step_);
   }
 
@@ -580,6 +644,8 @@ class trainer {
   std::array<axis_bytes, 3> total_bytes_{};
   double last_val_ = -1;
   sparse_trainer sp_;  // --sparsity (dense: only counts FLOPs)
+  watchdog dog_;       // --comm-timeout
+  std::int64_t last_saved_ = -1;  // step of the last set saved or resumed (-1: none yet)
   long long skipped_ = 0;  // updates skipped by --skip-nonfinite
   double total_sparse_saved_ = 0;
 };
