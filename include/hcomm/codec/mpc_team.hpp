@@ -205,7 +205,9 @@ struct decode_chunk_team_f32 {
       team.for_threads([&](int t) {
         const std::size_t q = q0 + static_cast<std::size_t>(t);
         std::uint32_t x = 0;
-        if (q < count) {
+        if (q < count && step == 1) {
+          x = resid[q];  // one class: position = value index
+        } else if (q < count) {
           // position q -> value index: the first `extra` classes hold whole + 1 values
           const std::size_t big = extra * (whole + 1);
           const std::size_t j = q < big ? q / (whole + 1) : extra + (q - big) / whole;
@@ -224,8 +226,13 @@ struct decode_chunk_team_f32 {
     }
     team.for_threads([&](int t) {
       for (std::size_t i = static_cast<std::size_t>(t); i < count; i += static_cast<std::size_t>(T)) {
-        const std::size_t start = class_start(i % step);
-        const std::uint32_t v = prefix[start + i / step] - (start > 0 ? static_cast<std::uint32_t>(prefix[start - 1]) : 0u);
+        std::uint32_t v;
+        if (step == 1) {
+          v = prefix[i];
+        } else {
+          const std::size_t start = class_start(i % step);
+          v = prefix[start + i / step] - (start > 0 ? static_cast<std::uint32_t>(prefix[start - 1]) : 0u);
+        }
         std::memcpy(out + base + i, &v, 4);
       }
     });
