@@ -419,16 +419,19 @@ inline save_verdict save_set(const std::string& dir, const set_info& info, const
 struct opened_set {
   std::string dir;
   std::int64_t step = 0;
+  int dp = 1, pp = 1, tp = 1;            // the grid that saved it
+  std::vector<std::string> names;        // the files read, in the order of `files`
   nlohmann::json manifest;
   std::vector<std::vector<char>> files;  // in the order of `names`
 };
 
 // Collective: finds the newest complete set in `dir`, checks its manifest against `info`
-// (grid and configuration), and has every rank verify its files `names` (size and checksum
-// against the manifest, then `check(name, bytes)`: the header); every rank throws the same
-// gpt::stopped (code 2, one message) when anything is wrong, before anyone loads.
-template <class Check>
-opened_set open_newest_set(const std::string& dir, const set_info& info, const std::vector<std::string>& names, Check&& check) {
+// (configuration; grid unless `reshard`), and has every rank verify the files it needs,
+// `names_of(dp, pp, tp)` of the set's grid (size and checksum against the manifest, then
+// `check(path, bytes, step)`: the header); every rank throws the same gpt::stopped (code 2,
+// one message) when anything is wrong, before anyone loads.
+template <class Names, class Check>
+opened_set open_newest_set(const std::string& dir, const set_info& info, bool reshard, Names&& names_of, Check&& check) {
   namespace fs = std::filesystem;
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -454,17 +457,19 @@ opened_set open_newest_set(const std::string& dir, const set_info& info, const s
         hcomm::fail(hcomm::errc::corrupt_frame, refusing + "manifest.json is damaged (not a train_gpt manifest)");
       const auto g = m.at("grid");
       const int dp = g.at("dp"), pp = g.at("pp"), tp = g.at("tp");
-      if (dp != info.dp || pp != info.pp || tp != info.tp)
+      if (!reshard && (dp != info.dp || pp != info.pp || tp != info.tp))
         hcomm::fail(hcomm::errc::mismatch, refusing + "written by grid dp" + std::to_string(dp) + " pp" + std::to_string(pp) +
                                                " tp" + std::to_string(tp) + ", this run is dp" + std::to_string(info.dp) +
-                                               " pp" + std::to_string(info.pp) + " tp" + std::to_string(info.tp));
+                                               " pp" + std::to_string(info.pp) + " tp" + std::to_string(info.tp) +
+                                               " (--reshard re-cuts a set to another grid)");
       if (m.at("config").get<std::string>() != info.fingerprint)
         hcomm::fail(hcomm::errc::mismatch, refusing + "written by a different configuration\n  checkpoint: " +
                                                m.at("config").get<std::string>() + "\n  this run:   " + info.fingerprint);
-      if (m.at("ranks").get<int>() != size || m.at("files").size() != names.size() * static_cast<std::size_t>(size))
-        hcomm::fail(hcomm::errc::mismatch, refusing + "the manifest lists " + std::to_string(m.at("files").size()) +
-                                               " files of " + std::to_string(m.at("ranks").get<int>()) + " ranks, this run needs " +
-                                               std::to_string(names.size() * static_cast<std::size_t>(size)));
+      const int ranks = m.at("ranks").get<int>();
+      if (ranks != dp * pp * tp || m.at("files").size() % static_cast<std::size_t>(ranks) != 0)
+        hcomm::fail(hcomm::errc::corrupt_frame, refusing + "the manifest lists " + std::to_string(m.at("files").size()) +
+                                                    " files of " + std::to_string(ranks) + " ranks on grid dp" +
+                                                    std::to_string(dp) + " pp" + std::to_string(pp) + " tp" + std::to_string(tp));
     } catch (const nlohmann::json::exception& e) {
       err = "refusing checkpoint set " + o.dir + ": manifest.json is damaged (" + e.what() + ")";
     } catch (const std::exception& e) {
@@ -480,10 +485,14 @@ opened_set open_newest_set(const std::string& dir, const set_info& info, const s
   o.manifest = nlohmann::json::parse(text);
   o.step = o.manifest.at("step").get<std::int64_t>();
   if (rank != 0) o.dir = set_dir(dir, o.step);
+  o.dp = o.manifest.at("grid").at("dp");
+  o.pp = o.manifest.at("grid").at("pp");
+  o.tp = o.manifest.at("grid").at("tp");
   // 2. every rank verifies its own files against the manifest and their headers
   err.clear();
   try {
-    for (const auto& name : names) {
+    o.names = names_of(o.dp, o.pp, o.tp);
+    for (const auto& name : o.names) {
       const std::string path = (fs::path(o.dir) / name).string();
       const nlohmann::json* entry = nullptr;
       for (const auto& f : o.manifest.at("files"))

@@ -206,6 +206,9 @@ inline void add_options(CLI::App& app, cli& c) {
   choice_opt(app, "--on-save-error", r.on_save_error, {"stop", "continue"},
              "a save that fails on any rank stops the run, or is dropped and training goes on")->group(G);
   app.add_option("--resume", r.resume, "checkpoint directory: resume from its newest complete set")->group(G);
+  app.add_flag("--reshard", r.reshard, "a set of another grid is re-cut for this one (dense sets)")->group(G);
+  app.add_flag("--reshard-reset-residuals", r.reshard_reset_residuals,
+               "with --reshard: a set with error-feedback residuals resumes with them reset to zero")->group(G);
   G = "cpu";
   int_opt(app, "--threads", c.threads, 0, 4096,
           "OpenMP + OpenBLAS threads per rank (0: OMP_NUM_THREADS, else this rank's CPUs / the ranks sharing them)")
@@ -269,6 +272,8 @@ inline void check_cli(const cli& c) {
   auto bad = [](const std::string& m) { hcomm::fail(hcomm::errc::invalid_argument, m); };
   c.cfg.validate(c.dp, c.pp, c.tp);
   const auto& s = c.run.sparsity;
+  if (c.run.reshard && c.run.resume.empty()) bad("--reshard needs --resume DIR");
+  if (c.run.reshard_reset_residuals && !c.run.reshard) bad("--reshard-reset-residuals needs --reshard");
   if (s.warmup_frac + s.ultra_frac > 1) bad("--mst-phases: the warm-up and ultra shares add up to more than 1");
   namespace fs = std::filesystem;
   std::error_code ec;

@@ -181,6 +181,41 @@ struct local_tensor {
   bool counts_in_norm = true;  // false for TP-replicated tensors on tp_rank > 0 and for tied copies
 };
 
+// The tensors of one stage and TP shard, in the order of its parameter allocation (also
+// used to re-cut checkpoints of another grid: examples/gpt/trainer.hpp, --reshard).
+inline std::vector<local_tensor> stage_tensors(const config& c, stage_place place) {
+  const auto specs = global_specs(c);
+  const bool first = place.pp_rank == 0, last = place.pp_rank == place.pp - 1;
+  const auto [l0, l1] = stage_layers(c.layers, place.pp, place.pp_rank);
+  const int tp = place.tp;
+  std::vector<local_tensor> out;
+  std::int64_t off = 0;
+  auto add = [&](int g, bool tied_copy) {
+    local_tensor t;
+    t.global = g;
+    t.offset = off;
+    t.numel = shard_numel(specs[g], tp);
+    t.tied_copy = tied_copy;
+    t.counts_in_norm = !tied_copy && (specs[g].shard != shard_kind::replicated || place.tp_rank == 0);
+    off += t.numel;
+    out.push_back(t);
+  };
+  if (first) {
+    add(0, false);
+    if (c.arch == arch_kind::gpt2) add(1, false);
+  }
+  for (int l = l0; l < l1; ++l)
+    for (int j = 0; j < params_per_layer; ++j) add(global_index_of_layer(c, l) + j, false);
+  if (last) {
+    const int lnf = global_index_of_layer(c, c.layers);
+    add(lnf, false);
+    add(lnf + 1, false);
+    if (c.arch == arch_kind::neox) add(lnf + 2, false);
+    else if (!first) add(0, true);  // tied lm head lives on another stage: keep a synchronised copy
+  }
+  return out;
+}
+
 // Optional replacement of a block's four linear layers and its attention (sparse training:
 // examples/gpt/sparsity.hpp). Each call returns false to let the model run its dense kernel.
 // which: 0 qkv, 1 attention out, 2 mlp fc, 3 mlp out. Linear calls leave biases to the model.
@@ -219,30 +254,8 @@ class stage_model {
     nh_ = c.heads / tp; hd_ = c.head_dim(); Cl_ = nh_ * hd_; Hl_ = c.hidden() / tp; Vl_ = c.vocab / tp;
     rot_ = c.rot_dim();
 
-    std::int64_t off = 0;
-    auto add = [&](int g, bool tied_copy) {
-      local_tensor t;
-      t.global = g;
-      t.offset = off;
-      t.numel = shard_numel(specs_[g], tp);
-      t.tied_copy = tied_copy;
-      t.counts_in_norm = !tied_copy && (specs_[g].shard != shard_kind::replicated || place.tp_rank == 0);
-      off += t.numel;
-      tensors_.push_back(t);
-    };
-    if (first_) {
-      add(0, false);
-      if (c.arch == arch_kind::gpt2) add(1, false);
-    }
-    for (int l = l0_; l < l1_; ++l)
-      for (int j = 0; j < params_per_layer; ++j) add(global_index_of_layer(c, l) + j, false);
-    if (last_) {
-      const int lnf = global_index_of_layer(c, c.layers);
-      add(lnf, false);
-      add(lnf + 1, false);
-      if (c.arch == arch_kind::neox) add(lnf + 2, false);
-      else if (!first_) add(0, true);  // tied lm head lives on another stage: keep a synchronised copy
-    }
+    tensors_ = stage_tensors(c, place);
+    const std::int64_t off = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().numel;
     params.assign(off, 0.f);
     grads.assign(off, 0.f);
 

@@ -64,6 +64,8 @@ struct run_options {
   std::string on_save_error = "stop";  // a failed save: stop | continue (training goes on)
   double comm_timeout = 0;    // watchdog seconds (0: off)
   bool skip_nonfinite = false;  // NaN/Inf loss or gradient norm: skip the update (else stop)
+  bool reshard = false;       // --resume a set of another grid, re-cut for this one
+  bool reshard_reset_residuals = false;  // ... and drop its error-feedback residuals
   int sample = 64;            // bytes of text to sample at the end (0: none)
   std::string prompt = "And God said";
   bool quiet = false;
@@ -541,13 +543,33 @@ class trainer {
     return i;
   }
   // The newest complete set of --resume DIR, verified on every rank before anything changes
-  // (open_newest_set throws the same gpt::stopped on all ranks otherwise).
+  // (open_newest_set throws the same gpt::stopped on all ranks otherwise). With --reshard and
+  // a set of another grid, every rank reads the files of the old grid's DP replica 0 (its
+  // stages and TP shards hold the whole model) and re-cuts them for its own place.
   void resume() {
     auto w = dog_.watch("checkpoint resume", step_);
-    const std::string r = std::to_string(world_rank_);
-    std::vector<std::string> names{"rank" + r + ".ckpt"};
-    if (sp_.active()) names.push_back("rank" + r + ".sparse");
-    const checkpoint_meta want = meta();
+    const int D = grid_.dp_size(), P = grid_.pp_size(), T = grid_.tp_size();
+    bool recut = false;
+    auto names_of = [&](int dp, int pp, int tp) {
+      std::vector<std::string> n;
+      recut = dp != D || pp != P || tp != T;
+      if (!recut) {
+        n.push_back("rank" + std::to_string(world_rank_) + ".ckpt");
+        if (sp_.active()) n.push_back("rank" + std::to_string(world_rank_) + ".sparse");
+        return n;
+      }
+      if (sp_.active())
+        hcomm::fail(hcomm::errc::unsupported, "resharding a sparse set (--sparsity) is not supported: its masks are evolved "
+                                              "per TP shard; resume it on its grid dp" + std::to_string(dp) + " pp" +
+                                              std::to_string(pp) + " tp" + std::to_string(tp));
+      if (has_residual<dp_comm_t> && !opt_.reshard_reset_residuals)
+        hcomm::fail(hcomm::errc::unsupported, "the set holds error-feedback residuals, which belong to one rank's ring chunks "
+                                              "and cannot be re-cut to another grid (--reshard-reset-residuals resumes with "
+                                              "them reset to zero)");
+      for (int s = 0; s < pp; ++s)
+        for (int t = 0; t < tp; ++t) n.push_back("rank" + std::to_string(t + tp * dp * s) + ".ckpt");
+      return n;
+    };
     // header check: a file of another save names its step (a mixed set), else its other reason
     auto check = [&](const std::string& path, const std::vector<char>& bytes, std::int64_t set_step) {
       if (path.ends_with(".sparse")) return;
@@ -555,29 +577,75 @@ class trainer {
       if (m.step != set_step)
         hcomm::fail(hcomm::errc::mismatch, path + " holds step " + std::to_string(m.step) + ", the set is step " +
                                                std::to_string(set_step) + " (a mixed set: files of different saves)");
-      if (m.rank != world_rank_)
+      if (!path.ends_with("/rank" + std::to_string(m.rank) + ".ckpt"))
         hcomm::fail(hcomm::errc::mismatch, path + " is rank " + std::to_string(m.rank) + "'s file (a mixed set)");
     };
-    opened_set set = open_newest_set(opt_.resume, set_meta(), names, check);
+    opened_set set = open_newest_set(opt_.resume, set_meta(), opt_.reshard, names_of, check);
     // Decode into scratch first so that a refusal leaves every rank untouched.
     std::vector<float> p(model_.params.size()), m(p.size()), v(p.size()), res(p.size());
     checkpoint_meta got;
     agreed(
         [&] {
-          got = decode_checkpoint(set.files[0], set.dir + "/" + names[0], want,
+          if (recut) {
+            got = recut_from(set, p, m, v);
+            return;
+          }
+          got = decode_checkpoint(set.files[0], set.dir + "/" + set.names[0], meta(),
                                   {std::span<float>(p), std::span<float>(m), std::span<float>(v), std::span<float>(res)});
-          if (sp_.active()) sp_.load_bytes(set.files[1], set.dir + "/" + names[1]);
+          if (sp_.active()) sp_.load_bytes(set.files[1], set.dir + "/" + set.names[1]);
         },
         2, "refusing checkpoint set " + set.dir + ": ");
     model_.params = std::move(p);
     adam_.m = std::move(m);
     adam_.v = std::move(v);
-    if constexpr (has_residual<dp_comm_t>) comm_.dp().template load_residual<float>(std::span<const float>(res));
+    if constexpr (has_residual<dp_comm_t>) {
+      if (!recut) comm_.dp().template load_residual<float>(std::span<const float>(res));
+    }
     step_ = got.step;
     cursor_ = got.cursor;
     rng_state_ = got.rng;
-    last_saved_ = step_;
+    last_saved_ = recut ? -1 : step_;
     sp_.commit_loaded(step_);
+    if (recut && world_rank_ == 0 && !opt_.quiet)
+      std::printf("resharded checkpoint set %s from grid dp%d pp%d tp%d\n", set.dir.c_str(), set.dp, set.pp, set.tp);
+  }
+  // --reshard: the old grid's DP-replica-0 files (stage s, shard t in set.files[s * tp + t])
+  // decoded, each tensor assembled whole from its old shards and cut for this rank's place.
+  // Step, data cursor and RNG are global; parameters and Adam moments are per element.
+  checkpoint_meta recut_from(const opened_set& set, std::vector<float>& p, std::vector<float>& m, std::vector<float>& v) {
+    const auto& specs = model_.specs();
+    std::vector<std::vector<float>> gp(specs.size()), gm(specs.size()), gv(specs.size());
+    std::vector<char> have(specs.size(), 0);
+    checkpoint_meta got;
+    for (int s = 0; s < set.pp; ++s)
+      for (int t = 0; t < set.tp; ++t) {
+        const std::size_t i = static_cast<std::size_t>(s * set.tp + t);
+        const auto layout = stage_tensors(cfg_, {set.pp, s, set.tp, t});
+        const std::size_t n = layout.empty() ? 0 : static_cast<std::size_t>(layout.back().offset + layout.back().numel);
+        std::vector<float> op(n), om(n), ov(n), ores(n);
+        checkpoint_meta want = meta();
+        want.dp = set.dp; want.pp = set.pp; want.tp = set.tp;
+        want.rank = t + set.tp * set.dp * s;
+        got = decode_checkpoint(set.files[i], set.dir + "/" + set.names[i], want,
+                                {std::span<float>(op), std::span<float>(om), std::span<float>(ov), std::span<float>(ores)});
+        for (const auto& lt : layout) {
+          if (lt.tied_copy) continue;  // the first stage's wte is the same tensor
+          const auto& sp = specs[lt.global];
+          for (auto* g : {&gp[lt.global], &gm[lt.global], &gv[lt.global]}) g->resize(static_cast<std::size_t>(sp.numel()));
+          insert_shard(sp, op.data() + lt.offset, set.tp, t, gp[lt.global].data());
+          insert_shard(sp, om.data() + lt.offset, set.tp, t, gm[lt.global].data());
+          insert_shard(sp, ov.data() + lt.offset, set.tp, t, gv[lt.global].data());
+          have[lt.global] = 1;
+        }
+      }
+    for (const auto& lt : model_.tensors()) {
+      if (!have[lt.global]) hcomm::fail(hcomm::errc::mismatch, "tensor " + specs[lt.global].name + " is in no file of the set");
+      const auto& sp = specs[lt.global];
+      extract_shard(sp, gp[lt.global].data(), grid_.tp_size(), grid_.tp_rank(), p.data() + lt.offset);
+      extract_shard(sp, gm[lt.global].data(), grid_.tp_size(), grid_.tp_rank(), m.data() + lt.offset);
+      extract_shard(sp, gv[lt.global].data(), grid_.tp_size(), grid_.tp_rank(), v.data() + lt.offset);
+    }
+    return got;
   }
 
   int finish_losses() {
