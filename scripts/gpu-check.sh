@@ -40,13 +40,14 @@ if [ "$MODE" = prepare ]; then
   NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
   [ -x "$NVCC" ] || { echo "gpu-check: no nvcc (set CUDACXX)" >&2; exit 1; }
   echo "gpu-check: configure $BUILD (CUDA architectures ${CUDA_ARCHS:-80;90})"
+  mkdir -p "$BUILD"
   cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
         -DHCOMM_ENABLE_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHS:-80;90}" -DHCOMM_BUILD_TESTS=ON \
         -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=OFF -DHCOMM_BUILD_TOOLS=OFF \
-        -DHCOMM_TEST_AREAS=core >"$BUILD.configure.log" 2>&1 || { tail -30 "$BUILD.configure.log"; exit 1; }
+        -DHCOMM_TEST_AREAS=core >"$BUILD/kit-configure.log" 2>&1 || { tail -30 "$BUILD/kit-configure.log"; exit 1; }
   echo "gpu-check: build core_test_cuda core_cuda_throughput"
   cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" --target core_test_cuda core_cuda_throughput \
-        >"$BUILD.build.log" 2>&1 || { grep -E "error|FAILED" "$BUILD.build.log" | head -30; exit 1; }
+        >"$BUILD/kit-build.log" 2>&1 || { grep -E "error|FAILED" "$BUILD/kit-build.log" | head -30; exit 1; }
   rm -rf "$KIT"
   mkdir -p "$KIT/bin" "$KIT/lib"
   cp "$BUILD/tests/core/core_test_cuda" "$BUILD/tests/core/core_cuda_throughput" "$KIT/bin/"
