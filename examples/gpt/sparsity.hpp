@@ -34,6 +34,8 @@
 // topology works per shard (per-shard targets and top-k, msparse/topology.hpp), so masks,
 // and hence losses, differ from the TP = 1 run; QKV's shard (three row blocks) is also not
 // the topology's contiguous row shard, which only changes which random initial mask it gets.
+// Resharding a checkpoint set (--reshard, load_resharded) may therefore change DP and PP (a
+// layer's mask is the old owning stage's) but not TP (the masks are TP-specific).
 //
 // Sparsity-aware DP: the DP all-reduce sends the stage's gradient with each sparse layer
 // packed to its active values (sparse-format order, identical on every replica), then
@@ -373,6 +375,75 @@ class sparse_trainer final : public block_ops {
   // applies it.
   void load_bytes(const std::vector<char>& bytes, const std::string& path) {
     if (!active()) return;
+    msparse::flop_counter fc = flops_;
+    pending_topo_ = parse(bytes, path, fc);
+    pending_flops_ = std::move(fc);
+    pending_ = true;
+  }
+  // --reshard to another DP and PP size (the same TP size): files[s] (at paths[s]) is the
+  // sparsity file of old pipeline stage s for this rank's TP shard. Each block layer's mask
+  // is the one of the old stage that held the layer (a pure function of the global layer
+  // index and the TP shard, so it is this place's mask on the new grid too); the schedule,
+  // seed and rule are the configuration's, the FLOP totals are global. Into scratch, like
+  // load_bytes; commit_loaded() applies it.
+  void load_resharded(const std::vector<const std::vector<char>*>& files, const std::vector<std::string>& paths) {
+    if (!active()) return;
+    msparse::flop_counter fc = flops_;
+    std::vector<msparse::sparse_topology> old;
+    for (std::size_t k = 0; k < files.size(); ++k) {
+      msparse::flop_counter f = flops_;
+      old.push_back(parse(*files[k], paths[k], f));
+      if (k == 0) fc = std::move(f);
+    }
+    const std::size_t n = topo_.size();
+    std::vector<const msparse::mask*> masks(n);
+    std::int64_t last = old.empty() ? 0 : old[0].last_step();
+    for (std::size_t i = 0; i < n; ++i) {
+      masks[i] = &topo_.mask_of(i);  // not a block layer of this stage: full, as after setup
+      bool found = false;
+      for (const auto& o : old)
+        if (o.layer(i).sparse) {
+          masks[i] = &o.mask_of(i);
+          found = true;
+          break;
+        }
+      if (topo_.layer(i).sparse && !found)
+        hcomm::fail(hcomm::errc::mismatch, "sparsity: layer " + topo_.layer(i).name + " is sparse in no file of the set");
+    }
+    for (const auto& o : old)
+      if (o.last_step() != last) hcomm::fail(hcomm::errc::mismatch, "sparsity: the set's stages were updated at different steps");
+    // this place's topology record (layer flags, schedule, rule, seed, TP shard) with the
+    // old stages' masks and last update step: [header, step, tp parts, index, axes][masks][checksum]
+    auto b = topo_.to_bytes();
+    std::size_t mask_bytes = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      msparse::byte_writer w;
+      topo_.mask_of(i).save(w);
+      mask_bytes += w.bytes().size();
+    }
+    const std::size_t head = b.size() - mask_bytes - 8;
+    const std::size_t step_at = head - (8 + 8 + 8 + n * sizeof(msparse::shard_axis)) - 8;
+    b.resize(head);
+    std::memcpy(b.data() + step_at, &last, 8);
+    msparse::byte_writer w;
+    std::uint64_t h = 0x5EED5EED5EED5EEDull;  // sparse_topology::checksum()
+    for (std::size_t i = 0; i < n; ++i) {
+      masks[i]->save(w);
+      h = msparse::splitmix64(h ^ masks[i]->checksum());
+    }
+    w.put<std::uint64_t>(h);
+    const auto& tail = w.bytes();
+    b.insert(b.end(), tail.begin(), tail.end());
+    auto topo = msparse::sparse_topology::from_bytes(b);
+    if (topo.checksum() != h || topo.last_step() != last)
+      hcomm::fail(hcomm::errc::mismatch, "sparsity: re-cut topology record is inconsistent");
+    pending_topo_ = std::move(topo);
+    pending_flops_ = std::move(fc);
+    pending_ = true;
+  }
+  // A sparsity file verified and decoded (throws with `path` and the reason): its topology,
+  // and its FLOP totals into `fc`.
+  msparse::sparse_topology parse(const std::vector<char>& bytes, const std::string& path, msparse::flop_counter& fc) const {
     const std::vector<std::uint8_t> b(bytes.begin(), bytes.end());
     if (b.size() < 16 || std::string(b.begin(), b.begin() + 8) != "GPTSPAR1")
       hcomm::fail(hcomm::errc::foreign_frame, path + " is not a train_gpt sparsity checkpoint");
@@ -388,11 +459,8 @@ class sparse_trainer final : public block_ops {
     for (std::size_t i = 0; i < topo.size(); ++i)
       if (topo.mask_of(i).rows() != topo_.mask_of(i).rows() || topo.mask_of(i).cols() != topo_.mask_of(i).cols())
         hcomm::fail(hcomm::errc::mismatch, path + ": mask shapes differ");
-    msparse::flop_counter fc = flops_;
     fc.load(r);
-    pending_topo_ = std::move(topo);
-    pending_flops_ = std::move(fc);
-    pending_ = true;
+    return topo;
   }
   // After the parameters were loaded: masks, sparse formats, FLOP totals. A dense run's
   // cumulative FLOPs are recounted (every step is the same).

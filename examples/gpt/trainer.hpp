@@ -558,16 +558,22 @@ class trainer {
         if (sp_.active()) n.push_back("rank" + std::to_string(world_rank_) + ".sparse");
         return n;
       }
-      if (sp_.active())
-        hcomm::fail(hcomm::errc::unsupported, "resharding a sparse set (--sparsity) is not supported: its masks are evolved "
-                                              "per TP shard; resume it on its grid dp" + std::to_string(dp) + " pp" +
-                                              std::to_string(pp) + " tp" + std::to_string(tp));
+      // masks under TP are evolved per shard (per-shard targets, top-k and RNG keys): a set of
+      // another TP holds masks that no run on this TP would have, so only DP and PP may change
+      if (sp_.active() && tp != T)
+        hcomm::fail(hcomm::errc::unsupported, "resharding a sparse set (--sparsity) to another TP size is not supported: "
+                                              "its masks were evolved per TP shard (per-shard targets, top-k and RNG), so "
+                                              "no re-cut gives the masks of a tp" + std::to_string(T) + " run; resume it "
+                                              "with --tp " + std::to_string(tp) + " (DP and PP may change)");
       if (has_residual<dp_comm_t> && !opt_.reshard_reset_residuals)
         hcomm::fail(hcomm::errc::unsupported, "the set holds error-feedback residuals, which belong to one rank's ring chunks "
                                               "and cannot be re-cut to another grid (--reshard-reset-residuals resumes with "
                                               "them reset to zero)");
       for (int s = 0; s < pp; ++s)
         for (int t = 0; t < tp; ++t) n.push_back("rank" + std::to_string(t + tp * dp * s) + ".ckpt");
+      // sparse (same TP): the sparsity files of this TP shard on every old stage
+      if (sp_.active())
+        for (int s = 0; s < pp; ++s) n.push_back("rank" + std::to_string(grid_.tp_rank() + tp * dp * s) + ".sparse");
       return n;
     };
     // header check: a file of another save names its step (a mixed set), else its other reason
@@ -588,6 +594,16 @@ class trainer {
         [&] {
           if (recut) {
             got = recut_from(set, p, m, v);
+            if (sp_.active()) {  // masks of each layer from the old stage that held it
+              const std::size_t k = static_cast<std::size_t>(set.pp * set.tp);
+              std::vector<const std::vector<char>*> files;
+              std::vector<std::string> paths;
+              for (std::size_t i = k; i < set.files.size(); ++i) {
+                files.push_back(&set.files[i]);
+                paths.push_back(set.dir + "/" + set.names[i]);
+              }
+              sp_.load_resharded(files, paths);
+            }
             return;
           }
           got = decode_checkpoint(set.files[0], set.dir + "/" + set.names[0], meta(),
