@@ -489,6 +489,95 @@ TEST_CASE("frame: edited header fields give the proper errc", "[frame][header]")
   }
 }
 
+// ---- element counts checked against the payload before anything is sized by them ----------
+
+TEST_CASE("frame: every real frame passes validate_frame, and all-zero input meets min_payload_bytes exactly",
+          "[frame][count]") {
+  auto eng = make_engine();
+  for (const sample& s : samples(eng, {0, 1, 5, 33, 1025, 4099}, {0, 1, 2})) {
+    const hc::frame_info f = hc::read_header(s.frame.data(), s.frame.size());
+    INFO(name(s) << ": payload " << f.payload_bytes << ", least " << hc::min_payload_bytes(s.cfg, s.n));
+    CHECK_NOTHROW(hc::validate_frame(f));
+    CHECK(f.payload_bytes >= hc::min_payload_bytes(s.cfg, s.n));
+  }
+  // The least payload is attained (so the bound is the codec's true largest ratio): MPC on
+  // all-zero chunks, ZFP without NaN/Inf, none always.
+  for (dtype t : {dtype::f32, dtype::f64})
+    for (const hc::config& c : configs(t, true))
+      for (std::size_t n : {1, 31, 32, 33, 64, 65, 1023, 1024, 1025, 4097, 70001}) {
+        std::vector<std::byte> fr;
+        if (t == dtype::f32) fr = eng.compress(c, std::span<const float>(std::vector<float>(n, 0.0f)));
+        else fr = eng.compress(c, std::span<const double>(std::vector<double>(n, 0.0)));
+        const hc::frame_info f = hc::read_header(fr.data(), fr.size());
+        INFO(name(c, n));
+        CHECK(f.payload_bytes == hc::min_payload_bytes(c, n));
+      }
+  // The ratios that makes: all-zero float64 MPC holds 63 bytes of values per payload byte.
+  const hc::config mpc64{codec_id::mpc, dtype::f64, 0, true};
+  const std::size_t n = std::size_t{1} << 20;
+  const double ratio = static_cast<double>(n * 8) / static_cast<double>(hc::min_payload_bytes(mpc64, n));
+  CHECK(ratio > 62.9);
+  CHECK(ratio < 64.0);
+}
+
+TEST_CASE("frame: a count its payload cannot hold is corrupt_frame before anything is sized by it",
+          "[frame][count]") {
+  // Under ASan (HCOMM_SANITIZE=ON, no allocator_may_return_null) any attempt to allocate a
+  // workspace for 2^40 values aborts the test, so passing shows that nothing was allocated.
+  auto eng = make_engine();
+  for (const sample& s : samples(eng, {5, 1025}, {0, 2})) {
+    const std::uint64_t pb = get64(s.frame, 24);
+    const std::uint64_t mc = hc::max_count(s.cfg.type);
+    for (std::uint64_t n : {std::uint64_t{1} << 24, std::uint64_t{1} << 40, std::uint64_t{1} << 50, mc, mc + 1,
+                            std::uint64_t{1} << 58, (std::uint64_t{1} << 62) + 25, std::uint64_t{1} << 63,
+                            ~std::uint64_t{0}}) {
+      bytes f = s.frame;
+      put64(f, 16, n);
+      reseal(f);
+      const std::string ctx = name(s) + " announcing " + std::to_string(n) + " values";
+      // The check alone, as hcomm-codec runs it before allocating the output.
+      try {
+        hc::validate_frame(hc::read_header(f.data(), f.size()));
+        FAIL(ctx << ": validate_frame accepted it");
+      } catch (const hcomm::error& e) {
+        INFO(ctx << ": " << e.what());
+        CHECK(e.code() == errc::corrupt_frame);
+        const std::string m = e.what();
+        CHECK(m.find(std::to_string(n)) != std::string::npos);   // both numbers named
+        CHECK(m.find(std::to_string(pb)) != std::string::npos);
+      }
+      // Through the engine, a receiver claiming a buffer of that count (it has 64 bytes: the
+      // engine must fail before it sizes its workspace by the count or writes anything).
+      unsigned char out[64];
+      std::memset(out, sentinel, sizeof out);
+      try {
+        eng.decompress(f.data(), f.size(), out, static_cast<std::size_t>(n), s.cfg.type);
+        FAIL(ctx << ": decompress accepted it");
+      } catch (const hcomm::error& e) {
+        INFO(ctx << ": " << e.what());
+        CHECK(e.code() == errc::corrupt_frame);
+      }
+      CHECK(std::all_of(out, out + sizeof out, [](unsigned char b) { return b == sentinel; }));
+    }
+  }
+}
+
+TEST_CASE("frame: validate_frame's output cap refuses a possible frame as invalid_argument", "[frame][count]") {
+  auto eng = make_engine();
+  const std::vector<float> x(1000, 1.5f);
+  const auto fr = eng.compress(hc::parse_config("mpc"), std::span<const float>(x));
+  const hc::frame_info f = hc::read_header(fr.data(), fr.size());
+  CHECK_NOTHROW(hc::validate_frame(f, 4000));
+  try {
+    hc::validate_frame(f, 3999);
+    FAIL("a 4000-byte output passed a 3999-byte cap");
+  } catch (const hcomm::error& e) {
+    CHECK(e.code() == errc::invalid_argument);
+    CHECK(std::string(e.what()).find("3999") != std::string::npos);
+  }
+  CHECK(hc::default_max_output_bytes == std::uint64_t{1} << 40);
+}
+
 // ---- the payload checksum hashed while the codec writes (block_hasher) ----------------------
 
 namespace {

@@ -2,16 +2,22 @@
 // registered codec and both element types. The only allowed outcomes are a successful decode
 // or an hcomm::error that leaves the output untouched; anything else (a crash, an
 // out-of-bounds access under ASan, UB under UBSan, another exception, a touched output after
-// an error, a hang) is a finding.
+// an error, a hang, an allocation sized by a count the payload cannot hold) is a finding.
 //
 // Input layout: byte 0 is a mode byte, the rest is the frame.
 //   mode bit 0: recompute the header checksum after mutation (so the fuzzer gets past it
 //               and reaches the header fields and the codec's payload parser)
 //   mode bit 1: also recompute the payload checksum when the frame has one
-//   mode bits 2-3: the receiver's expected count: 0 the frame's own count, 1 count + 1,
-//               2 count - 1, 3 the frame's count with the other dtype only
-// Counts above max_count are not decoded into real memory (the receiver would not have it);
-// such frames are still offered with a small expected count (they must fail with mismatch).
+//   mode bits 2-3: the receiver: 0 one that sizes its buffer by the frame's own count, as
+//               hcomm-codec decompress does (validate_frame first, then the allocation);
+//               1 one expecting count + 1, 2 count - 1 (buffers of their own); 3 the frame's
+//               count with the other dtype only
+// Counts go up to 2^64 - 1 (the header's field). A count whose values could fit the payload
+// (at most 64 bytes of values per payload byte: MPC's all-zero float64 chunks come closest,
+// at 63) gets a real, exactly sized buffer; a larger one is offered to the engine by a
+// receiver that claims that many values but holds 64 bytes, so the frame must be refused
+// before anything is sized by the count or written (under ASan, without
+// allocator_may_return_null, a workspace sized by 2^40 values aborts the run).
 //
 // Built three ways:
 //   libFuzzer (clang++ -fsanitize=fuzzer,address,undefined): scripts/fuzz.sh
@@ -39,7 +45,8 @@ namespace {
 namespace hc = hcomm::codec;
 using hcomm::dtype;
 
-constexpr std::size_t max_count = std::size_t{1} << 20;
+// No registered codec holds more than this many bytes of values per payload byte.
+constexpr std::uint64_t max_ratio = 64;
 
 hc::engine<>& engine() {
   static hc::engine<> e{hcomm::exec::host{1}};
@@ -59,6 +66,12 @@ std::uint64_t get64(const unsigned char* p) {
 }
 void put64(unsigned char* p, std::uint64_t v) { std::memcpy(p, &v, 8); }
 
+// Whether n values of T could come out of a frame of `size` bytes (else no real buffer).
+template <class T>
+bool could_fit(std::uint64_t n, std::size_t size) {
+  return n <= max_ratio * size / sizeof(T) + 64;
+}
+
 template <class T>
 void decode_once(const unsigned char* frame, std::size_t size, std::size_t n) {
   const std::size_t bytes = n * sizeof(T);
@@ -74,15 +87,64 @@ void decode_once(const unsigned char* frame, std::size_t size, std::size_t n) {
   // Any other exception escapes: libFuzzer reports it as a crash.
 }
 
+// A receiver that claims n values (more than the frame could hold) with a 64-byte buffer:
+// decompress must throw before it sizes anything by n or writes a byte.
+void decode_unbacked(const unsigned char* frame, std::size_t size, std::uint64_t n, dtype t) {
+  if (size >= hc::header_bytes) {
+    try {
+      const hc::frame_info f = hc::read_header(frame, size);
+      if (f.count == n && f.type == t) {
+        hc::validate_frame(f);
+        finding("validate_frame accepted a count the payload cannot hold",
+                std::to_string(n) + " values in " + std::to_string(f.payload_bytes) + " payload bytes");
+      }
+    } catch (const hcomm::error&) {
+    }
+  }
+  unsigned char out[64];
+  std::memset(out, 0xA5, sizeof out);
+  bool decoded = false;
+  try {
+    engine().decompress(frame, size, out, static_cast<std::size_t>(n), t);
+    decoded = true;
+  } catch (const hcomm::error& e) {
+    for (unsigned char b : out)
+      if (b != 0xA5) finding("output written before an error", e.what());
+  }
+  if (decoded) finding("decoded more values than the frame can hold", std::to_string(n) + " values");
+}
+
+// The receiver that sizes its output by the frame (hcomm-codec decompress): validate_frame
+// must bound the count by the payload before the allocation.
+template <class T>
+void decode_sized_by_frame(const unsigned char* frame, std::size_t size) {
+  hc::frame_info f;
+  try {
+    f = hc::read_header(frame, size);
+    if (f.type != hcomm::dtype_of<T>) return;
+    hc::validate_frame(f);
+  } catch (const hcomm::error&) {
+    if (size >= hc::header_bytes && f.type == hcomm::dtype_of<T> && !could_fit<T>(f.count, size))
+      decode_unbacked(frame, size, f.count, f.type);
+    return;
+  }
+  if (f.count > max_ratio * f.payload_bytes / sizeof(T) + 1)
+    finding("validate_frame accepted a count the payload cannot hold",
+            std::to_string(f.count) + " values in " + std::to_string(f.payload_bytes) + " payload bytes");
+  decode_once<T>(frame, size, static_cast<std::size_t>(f.count));
+}
+
 template <class T>
 void decode_all(const unsigned char* frame, std::size_t size, unsigned mode, bool have_count, std::uint64_t count) {
   const unsigned which = (mode >> 2) & 3u;
   if (which == 3) return;
+  if (which == 0 && have_count) return decode_sized_by_frame<T>(frame, size);
   std::uint64_t n = count;
   if (which == 1) n = count + 1;
   if (which == 2) n = count ? count - 1 : 0;
-  if (!have_count || n > max_count) n = 7;  // still runs all checks up to the count comparison
-  decode_once<T>(frame, size, static_cast<std::size_t>(n));
+  if (!have_count) n = 7;  // still runs all checks up to the count comparison
+  if (could_fit<T>(n, size)) decode_once<T>(frame, size, static_cast<std::size_t>(n));
+  else decode_unbacked(frame, size, n, hcomm::dtype_of<T>);
 }
 
 }  // namespace
@@ -110,9 +172,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   decode_all<float>(f, fsize, mode, have_count, count);
   decode_all<double>(f, fsize, mode, have_count, count);
-  if (((mode >> 2) & 3u) == 3u && have_count && count <= max_count) {
+  if (((mode >> 2) & 3u) == 3u && have_count) {
     // the frame's own count but the other element type: must fail, never decode
     const dtype other = frame_type == dtype::f32 ? dtype::f64 : dtype::f32;
+    if (!could_fit<double>(count, fsize)) {
+      decode_unbacked(f, fsize, count, other);
+      return 0;
+    }
     const std::size_t n = static_cast<std::size_t>(count);
     std::vector<unsigned char> out(n * 8 + 1);
     bool decoded = false;
@@ -233,8 +299,9 @@ int mutate(std::size_t iterations, std::uint64_t seed) {
         case 4: {  // overwrite one header field (param, flags, count, payload bytes) with a nasty value
           const std::size_t offs[] = {8, 12, 16, 24};
           const std::size_t o = 1 + offs[pick(4)];
-          const std::uint64_t vals[] = {0, 1, 2, 3, 4, 5, 31, 32, 33, 64, 65, 0xFFFFFFFFull, 1ull << 32, 1ull << 62,
-                                        (1ull << 62) + 25, ~0ull, g()};
+          const std::uint64_t vals[] = {0, 1, 2, 3, 4, 5, 31, 32, 33, 64, 65, 0xFFFFFFFFull, 1ull << 32, 1ull << 40,
+                                        (1ull << 57) - 1, 1ull << 57, (1ull << 58) - 1, 1ull << 58, 1ull << 62,
+                                        (1ull << 62) + 25, 1ull << 63, ~0ull, g(), g() >> (g() % 64)};
           const std::uint64_t v = vals[pick(sizeof vals / sizeof vals[0])];
           const std::size_t w = (o - 1) < 16 ? 4 : 8;
           if (s.size() >= o + w) std::memcpy(s.data() + o, &v, w);

@@ -15,6 +15,7 @@
 #include <memory>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -46,6 +47,9 @@ concept codec_kernel = requires(std::size_t n, unsigned p) {
   //   writes them (null: checksum off) and says which (core/checksum.hpp).
   // decode(ex, payload, payload_bytes, n, param, out, workspace): throws hcomm::error on a
   //   malformed payload before writing out, whatever the bytes (checksums can be off).
+  // Optionally min_payload_bytes(n, param): the least payload the codec writes for n values
+  //   (n <= max_count), so that validate_frame can refuse a count its payload cannot hold
+  //   before anything is sized by it; a codec without it is bounded by the output cap only.
 };
 
 // A runtime description of one compression setting (what a frame header records).
@@ -148,6 +152,62 @@ inline std::size_t max_payload_bytes(const config& c, std::size_t n) {
 }
 inline std::size_t max_frame_bytes(const config& c, std::size_t n) { return header_bytes + max_payload_bytes(c, n); }
 
+// The least payload config c writes for n <= max_count(c.type) values (0 for a codec that
+// does not say). For the registered codecs it is exact: all-zero MPC input, ZFP input without
+// NaN/Inf and any none input produce payloads of exactly this size. So a payload of P bytes
+// holds at most P bytes of values (none), about 8 * P / rate values (zfp), or about 31.5 * P
+// (MPC float32) and 63 * P (MPC float64) bytes of values: two index bytes per 1024 values and
+// one bitmap word per 32 (or 64) values.
+inline std::size_t min_payload_bytes(const config& c, std::size_t n) {
+  return visit(c.codec, c.type, [&](auto codec) -> std::size_t {
+    using C = decltype(codec);
+    if constexpr (requires { C::min_payload_bytes(n, c.param); }) return C::min_payload_bytes(n, c.param);
+    else return 0;
+  });
+}
+
+// The output a frame may announce where the receiver sizes its buffer by the frame's own
+// count (hcomm-codec decompress): 2^40 bytes (1 TiB) unless the caller says otherwise.
+inline constexpr std::uint64_t default_max_output_bytes = std::uint64_t{1} << 40;
+
+// Checks what a header (read_header's result) says before anything is sized by its element
+// count: the codec is in this build and takes the parameter, the count's bytes fit in size_t
+// (max_count), the payload size lies between the least and the most the codec writes for that
+// many values, and their bytes fit in max_output_bytes. Throws unsupported (codec not in this
+// build), corrupt_frame (a header that cannot be true) or invalid_argument (a possible frame
+// with more output than max_output_bytes), naming the numbers that disagree. It allocates
+// nothing and reads no payload byte. The engine calls it with no cap: there the cap is the
+// caller's buffer, whose size the count must equal.
+inline void validate_frame(const frame_info& f, std::uint64_t max_output_bytes = default_max_output_bytes) {
+  const config c{f.codec, f.type, f.param, f.has_checksum()};
+  if (!is_registered(c.codec))
+    fail(errc::unsupported, "frame uses codec " + codec_name(c.codec) + ", not in this build");
+  if (f.count > max_count(f.type))
+    fail(errc::corrupt_frame, "frame announces " + std::to_string(f.count) + " values, more than the " +
+                                  std::to_string(max_count(f.type)) + " " + std::string(to_string(f.type)) +
+                                  " values any buffer holds (its payload has " + std::to_string(f.payload_bytes) +
+                                  " bytes)");
+  try {
+    validate(c);
+  } catch (const error& e) {
+    fail(errc::corrupt_frame, std::string("header parameter invalid: ") + e.what());
+  }
+  const auto n = static_cast<std::size_t>(f.count);
+  const std::uint64_t out_bytes = f.count * size_of(f.type);  // no wrap: count <= max_count
+  if (f.payload_bytes > max_payload_bytes(c, n))
+    fail(errc::corrupt_frame, "payload of " + std::to_string(f.payload_bytes) + " bytes exceeds the codec's bound");
+  const std::size_t least = min_payload_bytes(c, n);
+  if (f.payload_bytes < least)
+    fail(errc::corrupt_frame, "frame announces " + std::to_string(f.count) + " values (" + std::to_string(out_bytes) +
+                                  " bytes of " + std::string(to_string(f.type)) + ") but its " + to_string(c) +
+                                  " payload has " + std::to_string(f.payload_bytes) +
+                                  " bytes; that many values need at least " + std::to_string(least));
+  if (out_bytes > max_output_bytes)
+    fail(errc::invalid_argument, "frame announces " + std::to_string(f.count) + " values (" +
+                                     std::to_string(out_bytes) + " bytes), more than the output limit of " +
+                                     std::to_string(max_output_bytes) + " bytes");
+}
+
 template <exec::executor Exec = exec::host>
 class engine {
  public:
@@ -221,16 +281,9 @@ class engine {
     if (f.frame_bytes() != frame_bytes)
       fail(errc::corrupt_frame, "frame is " + std::to_string(frame_bytes) + " bytes, header says " +
                                     std::to_string(f.frame_bytes()));
+    // Before the workspace is sized by the count.
+    validate_frame(f, std::numeric_limits<std::uint64_t>::max());
     const config c{f.codec, f.type, f.param, f.has_checksum()};
-    if (!is_registered(c.codec)) fail(errc::unsupported, "frame uses codec " + codec_name(c.codec) + ", not in this build");
-    if (f.count > max_count(f.type)) fail(errc::corrupt_frame, "element count " + std::to_string(f.count) + " is impossible");
-    try {
-      validate(c);
-    } catch (const error& e) {
-      fail(errc::corrupt_frame, std::string("header parameter invalid: ") + e.what());
-    }
-    if (f.payload_bytes > max_payload_bytes(c, f.count))
-      fail(errc::corrupt_frame, "payload of " + std::to_string(f.payload_bytes) + " bytes exceeds the codec's bound");
     if (n_expected > 0 && out == nullptr) fail(errc::invalid_argument, "null output");
     ensure_workspace(workspace_for(c, f.count));
     const auto* payload = static_cast<const std::byte*>(frame) + header_bytes;

@@ -92,6 +92,18 @@ struct mpc_codec {
   static constexpr std::size_t max_payload_bytes(std::size_t n, unsigned) noexcept {
     return mpc_detail::head_bytes + n * sizeof(T);
   }
+  // The least payload of n values (n <= max_count): the raw fallback (header + values) or,
+  // when smaller, a packed payload of all-zero groups (header, index, one zero bitmap word per
+  // group of W values and no other word). All-zero chunks compress that far, so a payload of
+  // P bytes holds at most about 31.5 (float) or 63 (double) times P bytes of values.
+  static std::size_t min_payload_bytes(std::size_t n, unsigned) noexcept {
+    using namespace mpc_detail;
+    constexpr std::size_t W = sizeof(word_type) * 8;
+    const std::size_t raw = head_bytes + n * sizeof(T);
+    if (n == 0) return raw;  // packed payloads hold at least one value
+    const std::size_t packed = head_bytes + index_bytes(chunk_count(n)) + (n + W - 1) / W * sizeof(word_type);
+    return packed < raw ? packed : raw;
+  }
   static constexpr std::size_t workspace_bytes(std::size_t n, unsigned) noexcept {
     const layout w = layout_for(n);
     return w.total;

@@ -20,6 +20,8 @@ struct none_codec {
 
   static constexpr bool valid_param(unsigned p) noexcept { return p == 0; }
   static constexpr std::size_t max_payload_bytes(std::size_t n, unsigned) noexcept { return n * sizeof(T); }
+  // The least payload of n values (n <= max_count): exactly the raw values.
+  static constexpr std::size_t min_payload_bytes(std::size_t n, unsigned) noexcept { return n * sizeof(T); }
   static constexpr std::size_t workspace_bytes(std::size_t, unsigned) noexcept { return 0; }
 
   struct set_size_kernel {

@@ -76,6 +76,11 @@ struct zfp_codec {
     if (n > (big - 8) / e / 2) return big;
     return stream_bytes(n, rate) + 8 + n * e;
   }
+  // The least payload of n values (n <= max_count): the stream and the count, no non-finite
+  // entry. At rate bits per value (block padding aside), P bytes hold at most 8 * P / rate values.
+  static constexpr std::size_t min_payload_bytes(std::size_t n, unsigned rate) noexcept {
+    return stream_bytes(n, rate) + 8;
+  }
   // Per-group counts and their scan (G + 1 words) or, on decode, per-chunk check flags.
   static constexpr std::size_t workspace_bytes(std::size_t n, unsigned) noexcept { return 8 * (groups(n) + 2); }
 
