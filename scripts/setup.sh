@@ -13,6 +13,7 @@ PACKAGES=(
   catch2                              # tests (Catch2 v2.13)
   libopenblas-dev                     # sgemm for the trainer and the baselines
   libbenchmark-dev                    # Google Benchmark
+  libcli11-dev nlohmann-json3-dev     # command lines and JSON of the tools and examples (not hcomm's headers)
   libtrilinos-kokkos-dev              # optional Kokkos backend (Serial)
   python3 python3-numpy python3-torch python3-matplotlib   # PyTorch reference, plots
   bible-kjv                           # default text corpus

@@ -3,7 +3,9 @@
 #
 #   cli_test.sh TOOL WORKDIR roundtrip CODEC DTYPE   # compress + decompress files, cmp / error bound
 #   cli_test.sh TOOL WORKDIR stats CODEC DTYPE       # stats prints one JSON object with every field
-#   cli_test.sh TOOL WORKDIR bad                     # bad inputs: exit != 0, one stderr line, OUT kept
+#   cli_test.sh TOOL WORKDIR bad                     # bad arguments (exit 2) and inputs (exit 1): one
+#                                                    #   stderr line naming the option, OUT kept
+#   cli_test.sh TOOL WORKDIR huge FRAME_EDIT         # frames forging a huge count: corrupt_frame, no allocation
 #
 # Exit 77 (ctest SKIP_RETURN_CODE) when CODEC is not registered in this build, so a missing
 # codec shows up as "skipped" rather than as a pass.
@@ -104,7 +106,16 @@ stats)
   "$PY" -c "import struct; open('nf.$DT','wb').write(struct.pack('<4$fmt', 1.0, float('nan'), float('inf'), 2.0))"
   "$TOOL" stats --codec "$CODEC" --dtype "$DT" nf.$DT > nf.json || die "stats on non-finite input"
   json_check nf.json "j['nonfinite'] == 2 and j['count'] == 4"
-  if lossless "$CODEC"; then json_check nf.json "j['nonfinite_mismatch'] == 0"; fi
+  if lossless "$CODEC"; then json_check nf.json "j['nonfinite_mismatch'] == 0 and j['finite_to_nonfinite'] == 0"; fi
+  json_check s.json "j['finite_to_nonfinite'] == 0"
+  # Values at the type's maximum: lossless codecs keep them; ZFP's fixed rate 8 rounds them
+  # to Inf, as libzfp does, and stats counts them as finite values decoded as non-finite.
+  "$PY" -c "import struct, sys; open('max.$DT','wb').write(struct.pack('<8$fmt', *([3.4028234663852886e38 if '$DT' == 'f32' else 1.7976931348623157e308] * 4 + [1.0, 2.0, 3.0, 4.0])))"
+  "$TOOL" stats --codec "$CODEC" --dtype "$DT" --reps 1 max.$DT > max.json || die "stats on values at the maximum"
+  if lossless "$CODEC"; then json_check max.json "j['finite_to_nonfinite'] == 0 and j['bit_exact']"; fi
+  if [ "$CODEC" = zfp:8 ]; then
+    json_check max.json "j['finite_to_nonfinite'] >= 1 and j['finite_to_nonfinite'] == j['nonfinite_mismatch']"
+  fi
   : > empty.$DT
   "$TOOL" stats --codec "$CODEC" --dtype "$DT" empty.$DT > e.json || die "stats on an empty file"
   json_check e.json "j['count'] == 0 and j['compress_gbps'] is None and j['psnr_db'] is None"
@@ -122,55 +133,133 @@ bad)
   : > empty.hcf
   mkdir -p adir
   n=0
-  # expect_fail DESCRIPTION EXPECTED_EXIT ARGS...: non-zero exit, one "hcomm-codec: " line on stderr
+  # expect_fail DESCRIPTION EXPECTED_EXIT NAMED ARGS...: non-zero exit (EXPECTED_EXIT unless
+  # empty), one "hcomm-codec: " line on stderr that contains NAMED (the option, argument or
+  # problem it is about) unless NAMED is empty, nothing on stdout.
   expect_fail() {
-    local desc=$1 want=$2; shift 2
+    local desc=$1 want=$2 named=$3; shift 3
     n=$((n + 1))
     "$TOOL" "$@" > out.txt 2> err.txt
     local rc=$?
     [ $rc -ne 0 ] || die "$desc: exit 0"
-    [ -z "$want" ] || [ $rc -eq "$want" ] || die "$desc: exit $rc, expected $want"
+    [ -z "$want" ] || [ $rc -eq "$want" ] || die "$desc: exit $rc, expected $want: $(cat err.txt)"
     [ "$(wc -l < err.txt)" = 1 ] || die "$desc: stderr is not one line: $(cat err.txt)"
     grep -q '^hcomm-codec: ' err.txt || die "$desc: stderr line lacks the hcomm-codec: prefix: $(cat err.txt)"
+    [ -z "$named" ] || grep -qF -- "$named" err.txt || die "$desc: the message does not name '$named': $(cat err.txt)"
     [ -s out.txt ] && die "$desc: wrote to stdout"
     echo "  $desc -> $rc: $(cat err.txt)"
   }
-  expect_fail "no arguments" 2
-  expect_fail "unknown command" 2 squash good.f32
-  expect_fail "unknown option" 2 compress --fast --codec none --dtype f32 good.f32
-  expect_fail "missing --codec" 2 compress --dtype f32 good.f32
-  expect_fail "missing --dtype" 2 stats --codec none good.f32
-  expect_fail "bad --dtype" 2 compress --codec none --dtype f16 good.f32
-  expect_fail "bad --threads" 2 compress --codec none --dtype f32 --threads x good.f32
-  expect_fail "missing input" 2 compress --codec none --dtype f32
-  expect_fail "unknown codec" 1 compress --codec lz4 --dtype f32 good.f32 o1
-  expect_fail "bad codec parameter" 1 compress --codec none:3 --dtype f32 good.f32 o1
-  expect_fail "zfp without rate" 1 compress --codec zfp --dtype f32 good.f32 o1
-  expect_fail "zfp rate 0" 1 compress --codec zfp:0 --dtype f32 good.f32 o1
-  expect_fail "mpc dim 99" 1 compress --codec mpc:99 --dtype f32 good.f32 o1
-  expect_fail "codec garbage" 1 compress --codec zfp:8x --dtype f32 good.f32 o1
-  expect_fail "missing file" 1 compress --codec none --dtype f32 nonexistent.f32 o1
-  expect_fail "directory input" 1 compress --codec none --dtype f32 adir o1
-  expect_fail "size not a multiple of f32" 1 compress --codec none --dtype f32 odd.f32 o1
-  expect_fail "size not a multiple of f64" 1 stats --codec none --dtype f64 odd.f32
-  expect_fail "unwritable output" 1 compress --codec none --dtype f32 good.f32 nodir/out.hcf
-  expect_fail "decompress raw data" 1 decompress good.f32 o2
-  expect_fail "decompress empty file" 1 decompress empty.hcf o2
-  expect_fail "decompress header-only fragment" 1 decompress short.hcf o2
-  expect_fail "decompress truncated frame" 1 decompress trunc.hcf o2
-  expect_fail "decompress flipped payload byte" 1 decompress flip.hcf o2
-  expect_fail "decompress flipped header byte" 1 decompress head.hcf o2
-  expect_fail "decompress foreign bytes" 1 decompress foreign.hcf o2
-  expect_fail "decompress with the wrong --dtype" 1 decompress --dtype f64 good.hcf o2
-  expect_fail "decompress with the wrong --codec" 1 decompress --codec zfp:8 good.hcf o2
+  # The command line: exit 2, a line naming the option (or argument) that is wrong.
+  expect_fail "no arguments" 2 "missing command"
+  expect_fail "unknown command" 2 "squash" squash good.f32
+  expect_fail "unknown option" 2 "--fast" compress --fast --codec none --dtype f32 good.f32
+  expect_fail "option before the command" 2 "--threads" --threads 2 compress --codec none --dtype f32 good.f32
+  expect_fail "missing --codec" 2 "--codec" compress --dtype f32 good.f32
+  expect_fail "missing --dtype" 2 "--dtype" stats --codec none good.f32
+  expect_fail "--codec without a value" 2 "--codec" compress --dtype f32 good.f32 --codec
+  expect_fail "bad --dtype" 2 "--dtype" compress --codec none --dtype f16 good.f32
+  expect_fail "unknown codec" 2 "--codec" compress --codec lz4 --dtype f32 good.f32 o1
+  expect_fail "bad codec parameter" 2 "--codec" compress --codec none:3 --dtype f32 good.f32 o1
+  expect_fail "zfp without rate" 2 "--codec" compress --codec zfp --dtype f32 good.f32 o1
+  expect_fail "zfp rate 0" 2 "--codec" compress --codec zfp:0 --dtype f32 good.f32 o1
+  expect_fail "zfp rate 65" 2 "--codec" stats --codec zfp:65 --dtype f64 good.f32
+  expect_fail "mpc dim 99" 2 "--codec" compress --codec mpc:99 --dtype f32 good.f32 o1
+  expect_fail "codec garbage" 2 "--codec" compress --codec zfp:8x --dtype f32 good.f32 o1
+  expect_fail "bad --codec to check a decompress" 2 "--codec" decompress --codec zfp:99 good.hcf o2
+  expect_fail "--threads not a number" 2 "--threads" compress --codec none --dtype f32 --threads x good.f32
+  expect_fail "--threads 0" 2 "--threads" compress --codec none --dtype f32 --threads 0 good.f32 o1
+  expect_fail "--threads negative" 2 "--threads" compress --codec none --dtype f32 --threads -1 good.f32 o1
+  expect_fail "--threads above 4096" 2 "--threads" compress --codec none --dtype f32 --threads 4097 good.f32 o1
+  expect_fail "--threads 2^32 + 1 (wraps to 1 in 32 bits)" 2 "--threads" compress --codec none --dtype f32 --threads 4294967297 good.f32 o1
+  expect_fail "--threads over 64 bits" 2 "--threads" compress --codec none --dtype f32 --threads 99999999999999999999 good.f32 o1
+  expect_fail "--threads with a fraction" 2 "--threads" compress --codec none --dtype f32 --threads 1.5 good.f32 o1
+  expect_fail "--threads in hex" 2 "--threads" compress --codec none --dtype f32 --threads 0x10 good.f32 o1
+  expect_fail "--reps 0" 2 "--reps" stats --codec none --dtype f32 --reps 0 good.f32
+  expect_fail "--reps negative" 2 "--reps" stats --codec none --dtype f32 --reps -3 good.f32
+  expect_fail "--reps over 64 bits" 2 "--reps" stats --codec none --dtype f32 --reps 18446744073709551617 good.f32
+  expect_fail "--reps to compress" 2 "--reps" compress --codec none --dtype f32 --reps 2 good.f32 o1
+  expect_fail "--max-output 0" 2 "--max-output" decompress --max-output 0 good.hcf o2
+  expect_fail "--max-output negative" 2 "--max-output" decompress --max-output -1 good.hcf o2
+  expect_fail "--max-output bad suffix" 2 "--max-output" decompress --max-output 4X good.hcf o2
+  expect_fail "--max-output over 64 bits" 2 "--max-output" decompress --max-output 20000000000000000000K good.hcf o2
+  expect_fail "missing input" 2 "IN" compress --codec none --dtype f32
+  expect_fail "missing file" 2 "nonexistent.f32" compress --codec none --dtype f32 nonexistent.f32 o1
+  expect_fail "directory input" 2 "adir" compress --codec none --dtype f32 adir o1
+  expect_fail "directory frame" 2 "adir" decompress adir o2
+  expect_fail "too many files" 2 "o3" stats --codec none --dtype f32 good.f32 o3
+  if [ "$(id -u)" != 0 ]; then  # root reads any file
+    cp good.f32 noread.f32 && chmod 000 noread.f32
+    expect_fail "unreadable input" 2 "noread.f32" compress --codec none --dtype f32 noread.f32 o1
+  fi
+  # The data, the frame, the file system: exit 1.
+  expect_fail "size not a multiple of f32" 1 "" compress --codec none --dtype f32 odd.f32 o1
+  expect_fail "size not a multiple of f64" 1 "" stats --codec none --dtype f64 odd.f32
+  expect_fail "unwritable output" 1 "" compress --codec none --dtype f32 good.f32 nodir/out.hcf
+  expect_fail "decompress raw data" 1 "" decompress good.f32 o2
+  expect_fail "decompress empty file" 1 "" decompress empty.hcf o2
+  expect_fail "decompress header-only fragment" 1 "" decompress short.hcf o2
+  expect_fail "decompress truncated frame" 1 "" decompress trunc.hcf o2
+  expect_fail "decompress flipped payload byte" 1 "" decompress flip.hcf o2
+  expect_fail "decompress flipped header byte" 1 "" decompress head.hcf o2
+  expect_fail "decompress foreign bytes" 1 "" decompress foreign.hcf o2
+  expect_fail "decompress with the wrong --dtype" 1 "" decompress --dtype f64 good.hcf o2
+  expect_fail "decompress with the wrong --codec" 1 "" decompress --codec zfp:8 good.hcf o2
+  expect_fail "decompress above --max-output" 1 "--max-output" decompress --max-output 3999 good.hcf o2
   [ -e o1 ] && die "a failed compress created its output"
   [ -e o2 ] && die "a failed decompress created its output"
   # a failed decompress must not destroy an existing OUT (atomic write)
   echo "precious" > keep.txt
-  expect_fail "decompress corrupt frame over an existing file" 1 decompress flip.hcf keep.txt
+  expect_fail "decompress corrupt frame over an existing file" 1 "" decompress flip.hcf keep.txt
   [ "$(cat keep.txt)" = precious ] || die "failed decompress damaged the existing output file"
   ls | grep -q '\.tmp\.' && die "temporary files left behind"
   echo "ok: $n bad inputs rejected with one-line messages"
+  ;;
+huge)
+  # Frames whose sealed header announces far more values than their payload can hold: each is
+  # refused as corrupt_frame (exit 1, one line naming the count) before anything is sized by
+  # the count -- under ASan without allocator_may_return_null too, where an attempt to
+  # allocate 2^40 values aborts the run.
+  EDIT=$1
+  for DT in f32 f64; do
+    gen in.$DT $DT 1000 smooth
+    "$PY" -c "open('zero.$DT','wb').write(bytes(65536 * (4 if '$DT' == 'f32' else 8)))"
+    for CODEC in none mpc mpc:1 zfp:3 zfp:8 zfp:64; do
+      "$TOOL" compress --codec "$CODEC" --dtype $DT in.$DT f.hcf || die "setup compress $CODEC $DT"
+      for count in 2000 1048576 1099511627776 288230376151711743 288230376151711744 \
+                   9223372036854775808 18446744073709551615; do
+        "$EDIT" f.hcf e.hcf count=$count || die "frame_edit"
+        "$TOOL" decompress e.hcf e.out > out.txt 2> err.txt
+        rc=$?
+        [ $rc = 1 ] || die "$CODEC $DT count $count: exit $rc, expected 1: $(cat err.txt)"
+        [ "$(wc -l < err.txt)" = 1 ] || die "$CODEC $DT count $count: stderr is not one line: $(cat err.txt)"
+        # (a count the payload could hold is refused by the codec's own checks, in its words)
+        if [ ${#count} -le 4 ]; then named=""; else named=".*$count"; fi
+        grep -q "^hcomm-codec: corrupt_frame: $named" err.txt ||
+          die "$CODEC $DT count $count: not a corrupt_frame naming the count: $(cat err.txt)"
+        [ -e e.out ] && die "$CODEC $DT count $count: output created"
+      done
+      echo "  $CODEC $DT: forged counts refused: $(cat err.txt)"
+      # Payload size edited down with the bytes still there: the frame is longer than it says.
+      "$EDIT" f.hcf e.hcf payload_bytes=8 count=1099511627776 || die "frame_edit"
+      "$TOOL" decompress e.hcf e.out 2> err.txt && die "$CODEC $DT: 8-byte payload for 2^40 values accepted"
+    done
+    # The bound is tight, not a guess: all-zero MPC input compresses to exactly the least
+    # payload, and decodes; one group of values more than it can hold is refused.
+    "$TOOL" compress --codec mpc --dtype $DT zero.$DT z.hcf || die "compress zeros"
+    "$TOOL" decompress z.hcf z.out || die "decompress of all-zero MPC frame at the least payload"
+    cmp zero.$DT z.out || die "all-zero MPC round trip differs"
+    W=32; [ $DT = f64 ] && W=64
+    "$EDIT" z.hcf e.hcf count=$((65536 + W)) || die "frame_edit"
+    "$TOOL" decompress e.hcf e.out 2> err.txt && die "MPC $DT: $((65536 + W)) values in a frame for 65536 accepted"
+    grep -q "^hcomm-codec: corrupt_frame: frame announces $((65536 + W)) values" err.txt || die "MPC $DT: $(cat err.txt)"
+    # A valid frame above --max-output is refused before allocation, with the option named.
+    "$TOOL" decompress --max-output 1K z.hcf e.out 2> err.txt && die "--max-output 1K accepted a larger frame"
+    grep -q "^hcomm-codec: invalid_argument: .*(--max-output)" err.txt || die "--max-output: $(cat err.txt)"
+    "$TOOL" decompress --max-output $((65536 * W / 8)) z.hcf e.out || die "--max-output equal to the output refused"
+    rm -f e.out
+  done
+  ls | grep -q '\.tmp\.' && die "temporary files left behind"
+  echo "ok: forged element counts refused before allocation"
   ;;
 *) die "unknown test $WHAT" ;;
 esac

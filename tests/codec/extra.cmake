@@ -22,6 +22,22 @@ if(TARGET hcomm-codec)
   add_test(NAME codec_cli_bad_inputs
            COMMAND bash ${_cli} $<TARGET_FILE:hcomm-codec> ${CMAKE_CURRENT_BINARY_DIR}/cli/bad bad)
   set_tests_properties(codec_cli_bad_inputs PROPERTIES LABELS "codec;cli" TIMEOUT 120)
+  # Frames whose header forges a huge element count (frame_edit reseals the header).
+  add_executable(codec_frame_edit ${CMAKE_CURRENT_SOURCE_DIR}/frame_edit.cpp)
+  target_link_libraries(codec_frame_edit PRIVATE hcomm::hcomm)
+  add_test(NAME codec_cli_huge_count
+           COMMAND bash ${_cli} $<TARGET_FILE:hcomm-codec> ${CMAKE_CURRENT_BINARY_DIR}/cli/huge huge
+                   $<TARGET_FILE:codec_frame_edit>)
+  set_tests_properties(codec_cli_huge_count PROPERTIES LABELS "codec;cli" TIMEOUT 300)
+endif()
+
+# hcomm-collective's command line: every bad argument exits 2 with one line from rank 0.
+if(TARGET hcomm-collective AND MPIEXEC_EXECUTABLE)
+  add_test(NAME codec_cli_collective_bad_args
+           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/collective_cli_test.sh ${MPIEXEC_EXECUTABLE}
+                   $<TARGET_FILE:hcomm-collective>)
+  set_tests_properties(codec_cli_collective_bad_args PROPERTIES LABELS "cli;mpi" TIMEOUT 600
+                       ENVIRONMENT "OMP_NUM_THREADS=1")
 endif()
 
 # The fuzz target's own driver (any compiler): seeds of every registered codec x dtype plus

@@ -5,10 +5,17 @@
 //   hcomm-codec decompress grads.f32.hcf out.f32                          # codec/dtype from the frame
 //   hcomm-codec stats      --codec mpc --dtype f64 --threads 2 acts.f64   # one JSON object on stdout
 //
-// Exit status: 0 success; 1 bad data, bad frame or I/O failure; 2 bad command line. Every
-// failure prints exactly one line, starting "hcomm-codec: ", on stderr. Output files are
-// written to a temporary file next to OUT and renamed into place, so a failed run never
-// leaves a partial OUT nor destroys an existing one.
+// The command line is parsed by CLI11 (typed, range-checked options; `--help` and
+// `COMMAND --help` generated from them). decompress sizes its output by the frame's element
+// count only after hcomm::codec::validate_frame has bounded that count by the payload (the
+// codec's largest possible ratio) and by --max-output (default 1T bytes).
+//
+// Exit status: 0 success; 1 bad data, bad frame or I/O failure; 2 bad command line (an
+// unknown command or option, a missing or out-of-range value, a codec this build cannot
+// code, an IN that does not exist, is a directory or cannot be opened). Every failure prints
+// exactly one line, starting "hcomm-codec: ", on stderr. Output files are written to a
+// temporary file next to OUT and renamed into place, so a failed run never leaves a partial
+// OUT nor destroys an existing one.
 //
 // stats JSON fields (errors compare the decoded array with the input):
 //   codec, param, dtype, checksum, threads, threads_source (--threads, or why the default is
@@ -19,8 +26,10 @@
 //   psnr_db = 20 log10(value range / rmse) with value range = max - min over the finite
 //   input values -- null when rmse is 0 (an exact round trip) or the range is 0 or empty,
 //   nonfinite (NaN/Inf values in the input), nonfinite_mismatch (positions where input or
-//   output is non-finite and they differ in kind: NaN vs NaN, +Inf, -Inf). The error
-//   statistics use only the positions where both input and output are finite.
+//   output is non-finite and they differ in kind: NaN vs NaN, +Inf, -Inf),
+//   finite_to_nonfinite (finite inputs decoded as NaN/Inf: ZFP's fixed rate can round values
+//   near the type's maximum to Inf, as libzfp does). The error statistics use only the
+//   positions where both input and output are finite.
 #include <bit>
 #include <cerrno>
 #include <chrono>
@@ -40,6 +49,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/cli.hpp"
 #include "hcomm/codec/codec.hpp"
 
 static_assert(std::endian::native == std::endian::little,
@@ -51,25 +64,10 @@ using hcomm::dtype;
 using hcomm::errc;
 namespace hc = hcomm::codec;
 
-constexpr const char* usage_text =
-    "usage: hcomm-codec compress|decompress|stats [options] IN [OUT]\n"
-    "  compress    IN (raw little-endian values) -> OUT (default IN.hcf), an hcomm frame\n"
-    "  decompress  IN (an hcomm frame) -> OUT (default IN without .hcf, else IN.raw)\n"
-    "  stats       compress + decompress IN in memory, print one JSON object\n"
-    "options:\n"
-    "  --codec none|mpc[:DIM]|zfp:RATE   required for compress and stats; a check for decompress\n"
-    "  --dtype f32|f64                   required for compress and stats; a check for decompress\n"
-    "  --no-checksum                     no payload checksum in the frame\n"
-    "  --threads N                       host threads (default: OMP_NUM_THREADS, else this process's\n"
-    "                                    CPUs / the ranks on this host sharing them)\n"
-    "  --reps N                          stats: timed repetitions, best is reported (default 3)\n"
-    "exit status: 0 ok, 1 bad data/frame/I-O, 2 bad command line\n";
-
 struct usage_error {
   std::string what;
 };
 
-[[noreturn]] void usage_fail(const std::string& m) { throw usage_error{m}; }
 [[noreturn]] void io_fail(const std::string& m) { hcomm::fail(errc::io_failure, m); }
 
 struct options {
@@ -79,72 +77,102 @@ struct options {
   bool checksum = true;
   int threads = 0;
   int reps = 3;
+  std::uint64_t max_output = hc::default_max_output_bytes;
   std::vector<std::string> files;
 };
 
-int parse_int(std::string_view opt, std::string_view v, int lo, int hi) {
-  if (v.empty() || v.size() > 9) usage_fail(std::string(opt) + " needs an integer in " + std::to_string(lo) + ".." +
-                                            std::to_string(hi));
-  int x = 0;
-  for (char c : v) {
-    if (c < '0' || c > '9')
-      usage_fail(std::string(opt) + " needs an integer, got '" + std::string(v) + "'");
-    x = x * 10 + (c - '0');
-  }
-  if (x < lo || x > hi)
-    usage_fail(std::string(opt) + " must be in " + std::to_string(lo) + ".." + std::to_string(hi));
-  return x;
+// --codec: one this build can code (hcomm::codec::parse_config's message otherwise).
+CLI::Validator codec_spec() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        try {
+          (void)hc::parse_config(s, dtype::f32);
+          return {};
+        } catch (const hcomm::error& e) {
+          return tools::bare_message(e);
+        }
+      },
+      "none|mpc[:DIM]|zfp:RATE");
 }
 
-dtype parse_dtype(std::string_view v) {
-  if (v == "f32") return dtype::f32;
-  if (v == "f64") return dtype::f64;
-  usage_fail("--dtype must be f32 or f64, got '" + std::string(v) + "'");
+// Why IN cannot be read (it does not exist, is a directory, cannot be opened), or "".
+std::string unreadable(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "cannot open " + path + ": " + std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return path + " is a directory, not a file";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return "cannot open " + path + ": " + std::strerror(errno);
+  ::close(fd);
+  return {};
 }
 
+// The command line, through CLI11 (typed options, ranges, generated --help). Throws
+// usage_error with one line; prints the help and exits 0 for -h/--help.
 options parse_args(int argc, char** argv) {
   options o;
-  std::vector<std::string_view> args(argv + 1, argv + argc);
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    std::string_view a = args[i];
-    if (a == "-h" || a == "--help") {
-      std::fputs(usage_text, stdout);
-      std::exit(0);
+  std::string codec, type, in, out;
+  bool no_checksum = false;
+  CLI::App app{"Compress, decompress and measure raw little-endian float arrays with hcomm's codecs.",
+               "hcomm-codec"};
+  app.footer(
+      "Run 'hcomm-codec COMMAND --help' for a command's options.\n"
+      "exit status: 0 ok, 1 bad data/frame/I-O, 2 bad command line (one line on stderr)");
+  app.require_subcommand(1);
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one counts
+  CLI::App* compress =
+      app.add_subcommand("compress", "IN (raw little-endian values) -> OUT (default IN.hcf), an hcomm frame");
+  CLI::App* decompress =
+      app.add_subcommand("decompress", "IN (an hcomm frame) -> OUT (default IN without .hcf, else IN.raw)");
+  CLI::App* stats = app.add_subcommand("stats", "compress + decompress IN in memory, print one JSON object");
+  for (CLI::App* sub : {compress, decompress, stats}) {
+    sub->footer("exit status: 0 ok, 1 bad data/frame/I-O, 2 bad command line (one line on stderr)");
+    const bool check_only = sub == decompress;
+    auto* c = sub->add_option("--codec", codec, check_only ? "a check: the frame's codec (and parameter, if given)"
+                                                           : "the codec and its parameter")
+                  ->transform(codec_spec());
+    auto* t = sub->add_option("--dtype", type, check_only ? "a check: the frame's element type" : "element type")
+                  ->check(CLI::IsMember({"f32", "f64"}));
+    if (!check_only) {
+      c->required();
+      t->required();
+      sub->add_flag("--no-checksum", no_checksum, "no payload checksum in the frame");
     }
-    if (a.size() > 2 && a.substr(0, 2) == "--") {
-      std::string_view name = a, value;
-      bool has_value = false;
-      if (const auto eq = a.find('='); eq != std::string_view::npos) {
-        name = a.substr(0, eq);
-        value = a.substr(eq + 1);
-        has_value = true;
-      }
-      auto take = [&]() -> std::string_view {
-        if (has_value) return value;
-        if (i + 1 >= args.size()) usage_fail(std::string(name) + " needs a value");
-        return args[++i];
-      };
-      if (name == "--codec") o.codec = std::string(take());
-      else if (name == "--dtype") o.type = parse_dtype(take());
-      else if (name == "--threads") o.threads = parse_int(name, take(), 1, 4096);
-      else if (name == "--reps") o.reps = parse_int(name, take(), 1, 1000);
-      else if (name == "--no-checksum" && !has_value) o.checksum = false;
-      else usage_fail("unknown option " + std::string(a));
-      continue;
+    sub->add_option("--threads", o.threads,
+                    "host threads (default: OMP_NUM_THREADS, else this process's CPUs / the ranks on this "
+                    "host sharing them)")
+        ->transform(tools::whole_number(1, 4096));
+    sub->add_option("IN", in, check_only ? "an hcomm frame" : "raw little-endian values")->required();
+  }
+  compress->add_option("OUT", out, "the frame (default IN.hcf)");
+  decompress->add_option("OUT", out, "the values (default IN without .hcf, else IN.raw)");
+  decompress
+      ->add_option("--max-output", o.max_output,
+                   "refuse a frame that announces more bytes of values than this, before allocating (default 1T)")
+      ->transform(tools::size_bytes(1, 1024 * tools::TiB));
+  stats->add_option("--reps", o.reps, "timed repetitions, the best is reported (default 3)")
+      ->transform(tools::whole_number(1, 1000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    std::exit(0);
+  } catch (const CLI::ParseError& e) {
+    if (app.get_subcommands().empty()) {  // no command, or an unknown one
+      if (argc > 1 && argv[1][0] != '-')
+        throw usage_error{"unknown command '" + std::string(argv[1]) + "' (use compress, decompress or stats)"};
+      if (e.get_name() == "RequiredError" || argc <= 1)
+        throw usage_error{"missing command: compress, decompress or stats (see --help)"};
     }
-    if (o.command.empty()) o.command = std::string(a);
-    else o.files.emplace_back(a);
+    throw usage_error{e.what()};
   }
-  if (o.command.empty()) usage_fail("missing command: compress, decompress or stats (see --help)");
-  if (o.command != "compress" && o.command != "decompress" && o.command != "stats")
-    usage_fail("unknown command '" + o.command + "' (use compress, decompress or stats)");
-  const std::size_t max_files = o.command == "stats" ? 1 : 2;
-  if (o.files.empty()) usage_fail(o.command + " needs an input file");
-  if (o.files.size() > max_files) usage_fail("too many file arguments for " + o.command);
-  if (o.command != "decompress") {
-    if (!o.codec) usage_fail(o.command + " needs --codec none|mpc[:DIM]|zfp:RATE");
-    if (!o.type) usage_fail(o.command + " needs --dtype f32|f64");
-  }
+  // After the parse, so that an unknown option is reported as such, not as a file it swallowed.
+  if (const std::string why = unreadable(in); !why.empty()) throw usage_error{"IN: " + why};
+  o.command = app.get_subcommands().front()->get_name();
+  if (!codec.empty()) o.codec = codec;
+  if (!type.empty()) o.type = type == "f64" ? dtype::f64 : dtype::f32;
+  o.checksum = !no_checksum;
+  o.files.push_back(in);
+  if (!out.empty()) o.files.push_back(out);
   return o;
 }
 
@@ -262,10 +290,16 @@ int do_compress(const options& o, const hc::config& cfg) {
 template <class T>
 int decode_and_write(const options& o, const std::vector<unsigned char>& frame, const hc::frame_info& info,
                      const std::string& out) {
-  if (info.count > std::numeric_limits<std::size_t>::max() / sizeof(T))
-    hcomm::fail(errc::corrupt_frame, "frame announces " + std::to_string(info.count) + " values, more than fit in memory");
+  // The count is trusted only once validate_frame has bounded it by the payload and by
+  // --max-output, so a forged count is a corrupt frame, not an allocation.
+  try {
+    hc::validate_frame(info, o.max_output);
+  } catch (const hcomm::error& e) {
+    if (e.code() != errc::invalid_argument) throw;
+    hcomm::fail(errc::invalid_argument, tools::bare_message(e) + " (--max-output)");
+  }
   const auto n = static_cast<std::size_t>(info.count);
-  // Uninitialised storage: no page is touched before the engine has validated the frame.
+  // Uninitialised storage: no page is touched before the engine has validated the payload.
   std::unique_ptr<T[]> y;
   try {
     y.reset(new T[n == 0 ? 1 : n]);
@@ -302,13 +336,6 @@ int do_decompress(const options& o) {
   return decode_and_write<double>(o, frame, info, out);
 }
 
-std::string num(double v, int digits = 9) {
-  if (!std::isfinite(v)) return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
-  return buf;
-}
-
 template <class T>
 int do_stats(const options& o, const hc::config& cfg) {
   using clock = std::chrono::steady_clock;
@@ -335,7 +362,7 @@ int do_stats(const options& o, const hc::config& cfg) {
     best_d = std::min(best_d, dt.count());
   }
 
-  std::size_t nonfinite = 0, mismatch = 0, finite_pairs = 0;
+  std::size_t nonfinite = 0, mismatch = 0, became_nonfinite = 0, finite_pairs = 0;
   double max_err = 0, sum_sq = 0;
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (std::size_t i = 0; i < n; ++i) {
@@ -354,6 +381,7 @@ int do_stats(const options& o, const hc::config& cfg) {
     } else {
       const bool same = (std::isnan(a) && std::isnan(b)) || (std::isinf(a) && std::isinf(b) && (a > 0) == (b > 0));
       if (!same) ++mismatch;
+      if (fa) ++became_nonfinite;  // e.g. ZFP's fixed rate rounding a value near the maximum to Inf
     }
   }
   const bool bit_exact = n == 0 || std::memcmp(x.data(), y.data(), n * sizeof(T)) == 0;
@@ -363,36 +391,31 @@ int do_stats(const options& o, const hc::config& cfg) {
   const double psnr = (rmse > 0 && range > 0) ? 20.0 * std::log10(range / rmse) : std::numeric_limits<double>::quiet_NaN();
   const double nan = std::numeric_limits<double>::quiet_NaN();
 
-  std::string j = "{";
-  auto field = [&](const char* k, const std::string& v) {
-    if (j.size() > 1) j += ", ";
-    j += "\"";
-    j += k;
-    j += "\": ";
-    j += v;
-  };
-  field("codec", "\"" + hc::to_string(cfg) + "\"");
-  field("param", std::to_string(cfg.param));
-  field("dtype", "\"" + std::string(hcomm::to_string(cfg.type)) + "\"");
-  field("checksum", cfg.checksum ? "true" : "false");
-  field("threads", std::to_string(threads_used(o)));
-  field("threads_source", "\"" + (o.threads > 0 ? std::string("--threads") : hcomm::exec::threads_source()) + "\"");
-  field("reps", std::to_string(o.reps));
-  field("count", std::to_string(n));
-  field("raw_bytes", std::to_string(n * sizeof(T)));
-  field("frame_bytes", std::to_string(frame_bytes));
-  field("ratio", num(raw_bytes / static_cast<double>(frame_bytes), 6));
-  field("compress_gbps", num(n ? raw_bytes / best_c / 1e9 : nan, 4));
-  field("decompress_gbps", num(n ? raw_bytes / best_d / 1e9 : nan, 4));
-  field("bit_exact", bit_exact ? "true" : "false");
-  field("max_abs_error", num(max_err));
-  field("rmse", num(rmse));
-  field("nrmse", num(nrmse));
-  field("psnr_db", num(psnr, 6));
-  field("nonfinite", std::to_string(nonfinite));
-  field("nonfinite_mismatch", std::to_string(mismatch));
-  j += "}\n";
-  std::fputs(j.c_str(), stdout);
+  using tools::rounded;
+  nlohmann::ordered_json j;
+  j["codec"] = hc::to_string(cfg);
+  j["param"] = cfg.param;
+  j["dtype"] = std::string(hcomm::to_string(cfg.type));
+  j["checksum"] = cfg.checksum;
+  j["threads"] = threads_used(o);
+  j["threads_source"] = o.threads > 0 ? std::string("--threads") : hcomm::exec::threads_source();
+  j["reps"] = o.reps;
+  j["count"] = n;
+  j["raw_bytes"] = n * sizeof(T);
+  j["frame_bytes"] = frame_bytes;
+  j["ratio"] = rounded(raw_bytes / static_cast<double>(frame_bytes), 6);
+  j["compress_gbps"] = rounded(n ? raw_bytes / best_c / 1e9 : nan, 4);
+  j["decompress_gbps"] = rounded(n ? raw_bytes / best_d / 1e9 : nan, 4);
+  j["bit_exact"] = bit_exact;
+  j["max_abs_error"] = rounded(max_err, 9);
+  j["rmse"] = rounded(rmse, 9);
+  j["nrmse"] = rounded(nrmse, 9);
+  j["psnr_db"] = rounded(psnr, 6);
+  j["nonfinite"] = nonfinite;
+  j["nonfinite_mismatch"] = mismatch;
+  j["finite_to_nonfinite"] = became_nonfinite;
+  const std::string line = j.dump() + "\n";
+  std::fputs(line.c_str(), stdout);
   if (std::fflush(stdout) != 0) io_fail(std::string("cannot write to stdout: ") + std::strerror(errno));
   return 0;
 }
@@ -405,21 +428,20 @@ int run(const options& o) {
   return cfg.type == dtype::f32 ? do_stats<float>(o, cfg) : do_stats<double>(o, cfg);
 }
 
-// One line, whatever the message holds.
-void say(std::string m) {
-  for (char& c : m)
-    if (c == '\n' || c == '\r') c = ' ';
-  std::fprintf(stderr, "hcomm-codec: %s\n", m.c_str());
-}
+void say(const std::string& m) { std::fprintf(stderr, "hcomm-codec: %s\n", tools::one_line(m).c_str()); }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  options o;
   try {
-    return run(parse_args(argc, argv));
+    o = parse_args(argc, argv);
   } catch (const usage_error& e) {
     say(e.what);
     return 2;
+  }
+  try {
+    return run(o);
   } catch (const hcomm::error& e) {
     std::string m = e.what();
     if (m.rfind("hcomm: ", 0) == 0) m.erase(0, 7);  // "hcomm-codec: corrupt_frame: ..."

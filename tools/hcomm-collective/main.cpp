@@ -6,6 +6,12 @@
 //   mpirun -n 4 hcomm-collective --scheme zhybrid:16,8 --axis dp            # the scheme's DP codec
 //   mpirun -n 2 hcomm-collective                                            # quick default sweep
 //
+// The command line is parsed by CLI11 (typed, range-checked options, generated --help) on
+// every rank before any MPI communication; the parse depends only on the arguments and the
+// rank count, so all ranks agree: on a bad argument rank 0 prints one line, every rank calls
+// MPI_Finalize and exits 2. A failure while measuring prints one line per failing rank and
+// aborts the job with status 1 (MPI_Abort: a rank left waiting in a collective cannot hang).
+//
 // Fields: op, codec (or "mpi" for --baseline), scheme (when given), bytes (per rank message),
 // ranks, seconds (median over iterations of the slowest rank), min_seconds, algbw_gbs
 // (bytes / seconds), wire_bytes and raw_bytes (per iteration, summed over ranks), ratio,
@@ -15,7 +21,8 @@
 // null where ranks hold different results), data, threshold, segment, idle_sleep_us and
 // idle_wait_us (asked / resolved), validate (the per-collective cross-rank check, on unless
 // --no-validate), round (0-based, with --rounds N), threads and threads_source (rank 0's
-// host thread count, hcomm::exec::default_threads(), and why).
+// host thread count, hcomm::exec::default_threads(), and why). Written with nlohmann::json,
+// one compact object per line, keys in this order.
 #include <mpi.h>
 
 #include <algorithm>
@@ -27,6 +34,10 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "common/cli.hpp"
 #include "hcomm/hcomm.hpp"
 
 namespace {
@@ -45,39 +56,6 @@ struct args {
   int idle_sleep_us = -1;  // auto (comm_options::idle_auto)
 };
 
-std::size_t parse_bytes(const std::string& s) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  std::string suf(end);
-  double m = 1;
-  if (suf == "K" || suf == "k" || suf == "KiB") m = 1024;
-  else if (suf == "M" || suf == "m" || suf == "MiB") m = 1024.0 * 1024;
-  else if (suf == "G" || suf == "g" || suf == "GiB") m = 1024.0 * 1024 * 1024;
-  else if (!suf.empty()) hcomm::fail(hcomm::errc::invalid_argument, "bad size '" + s + "' (use e.g. 4M, 256K, 1G)");
-  return static_cast<std::size_t>(v * m);
-}
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t a = 0;
-  while (a <= s.size()) {
-    const std::size_t b = s.find(',', a);
-    out.push_back(s.substr(a, b == std::string::npos ? std::string::npos : b - a));
-    if (b == std::string::npos) break;
-    a = b + 1;
-  }
-  return out;
-}
-
-void usage() {
-  std::puts(
-      "usage: mpirun -n P hcomm-collective [--op allreduce|allgather|reduce_scatter|p2p|broadcast[,...]]\n"
-      "         [--codec none|mpc|zfp:R[,...]] [--scheme NAME [--axis dp|pp|tp]] [--baseline]\n"
-      "         [--bytes 4M[,64M...]] [--iters N] [--warmup N] [--rounds N] [--data smooth|random]\n"
-      "         [--threshold BYTES] [--segment BYTES] [--no-checksum] [--no-validate] [--idle-sleep-us N|-1]\n"
-      "With no flags: allreduce of 1M and 4M with none, mpc, zfp:16, zfp:8 and MPI_Allreduce.");
-}
-
 // Every rank's input is a function of (rank, index), so every rank can compute the reference.
 float value(const std::string& kind, int rank, std::size_t i) {
   if (kind == "random") {
@@ -90,8 +68,6 @@ float value(const std::string& kind, int rank, std::size_t i) {
   }
   return static_cast<float>(std::sin(1e-4 * static_cast<double>(i) + rank) * (1.0 + 0.1 * rank));
 }
-
-std::string json_str(const std::string& s) { return "\"" + s + "\""; }
 
 struct result {
   std::vector<double> times;
@@ -117,8 +93,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     hcomm::dispatch_scheme(a.scheme, [&]<class S>() {
       if (a.axis == "dp") cfg = hcomm::codec::config::of<typename S::template compressor<hcomm::DP>, float>();
       else if (a.axis == "pp") cfg = hcomm::codec::config::of<typename S::template compressor<hcomm::PP>, float>();
-      else if (a.axis == "tp") cfg = hcomm::codec::config::of<typename S::template compressor<hcomm::TP>, float>();
-      else hcomm::fail(hcomm::errc::invalid_argument, "--axis takes dp, pp or tp");
+      else cfg = hcomm::codec::config::of<typename S::template compressor<hcomm::TP>, float>();
       ef = S::error_feedback && a.axis == "dp";
     });
     codec_name = hcomm::codec::to_string(cfg);
@@ -248,23 +223,147 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     std::vector<double> t = res.times;
     std::sort(t.begin(), t.end());
     const double med = t.empty() ? 0 : t[t.size() / 2];
-    const double iters = 1;  // stats were reset each iteration: last iteration only
-    std::printf(
-        "{\"op\":%s,\"codec\":%s%s,\"bytes\":%zu,\"ranks\":%d,\"iters\":%d,\"seconds\":%.6g,\"min_seconds\":%.6g,"
-        "\"algbw_gbs\":%.4g,\"wire_bytes\":%llu,\"raw_bytes\":%llu,\"ratio\":%.4g,\"max_error\":%.4g,"
-        "\"rel_error\":%.4g,\"codec_seconds\":%.4g,\"identical\":%s,\"data\":%s,\"threshold\":%zu,\"segment\":%zu,\"idle_sleep_us\":%d,\"idle_wait_us\":%u,\"validate\":%s,\"round\":%d,"
-        "\"threads\":%d,\"threads_source\":%s}\n",
-        json_str(op).c_str(), json_str(codec_name).c_str(),
-        a.scheme.empty() || base ? "" : (",\"scheme\":" + json_str(a.scheme) + ",\"axis\":" + json_str(a.axis)).c_str(),
-        bytes, p, a.iters, med, t.empty() ? 0 : t.front(), med > 0 ? bytes / med / 1e9 : 0.0,
-        static_cast<unsigned long long>(res.wire / iters), static_cast<unsigned long long>(res.raw / iters),
-        res.wire ? double(res.raw) / double(res.wire) : 1.0, res.max_error,
-        res.max_ref > 0 ? res.max_error / res.max_ref : 0.0, codec_s,
-        res.identical < 0 ? "null" : res.identical ? "true" : "false", json_str(a.data).c_str(), a.threshold,
-        a.segment, a.idle_sleep_us, comm.context().idle_sleep_us(), a.validate ? "true" : "false", round,
-        hcomm::exec::default_threads(), json_str(hcomm::exec::threads_source()).c_str());
+    const std::uint64_t iters = 1;  // stats were reset each iteration: last iteration only
+    using tools::rounded;
+    nlohmann::ordered_json j;
+    j["op"] = op;
+    j["codec"] = codec_name;
+    if (!a.scheme.empty() && !base) {
+      j["scheme"] = a.scheme;
+      j["axis"] = a.axis;
+    }
+    j["bytes"] = bytes;
+    j["ranks"] = p;
+    j["iters"] = a.iters;
+    j["seconds"] = rounded(med, 6);
+    j["min_seconds"] = rounded(t.empty() ? 0 : t.front(), 6);
+    j["algbw_gbs"] = rounded(med > 0 ? static_cast<double>(bytes) / med / 1e9 : 0.0, 4);
+    j["wire_bytes"] = res.wire / iters;
+    j["raw_bytes"] = res.raw / iters;
+    j["ratio"] = rounded(res.wire ? double(res.raw) / double(res.wire) : 1.0, 4);
+    j["max_error"] = rounded(res.max_error, 4);
+    j["rel_error"] = rounded(res.max_ref > 0 ? res.max_error / res.max_ref : 0.0, 4);
+    j["codec_seconds"] = rounded(codec_s, 4);
+    j["identical"] = res.identical < 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(res.identical == 1);
+    j["data"] = a.data;
+    j["threshold"] = a.threshold;
+    j["segment"] = a.segment;
+    j["idle_sleep_us"] = a.idle_sleep_us;
+    j["idle_wait_us"] = comm.context().idle_sleep_us();
+    j["validate"] = a.validate;
+    j["round"] = round;
+    j["threads"] = hcomm::exec::default_threads();
+    j["threads_source"] = hcomm::exec::threads_source();
+    std::fputs((j.dump() + "\n").c_str(), stdout);
     std::fflush(stdout);
   }
+}
+
+constexpr const char* op_names[] = {"allreduce", "allgather", "reduce_scatter", "p2p", "broadcast"};
+
+struct usage_error {
+  std::string what;
+};
+
+// --codec entries: what hcomm::codec::parse_config accepts, or "mpi" (MPI's own collective).
+CLI::Validator codec_spec() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        if (s == "mpi") return {};
+        try {
+          (void)hcomm::codec::parse_config(s);
+          return {};
+        } catch (const hcomm::error& e) {
+          return tools::bare_message(e);
+        }
+      },
+      "none|mpc[:DIM]|zfp:RATE");
+}
+
+CLI::Validator scheme_spec() {
+  return CLI::Validator(
+      [](std::string& s) -> std::string {
+        if (hcomm::has_scheme(s, hcomm::default_schemes{})) return {};
+        std::string known;
+        for (const auto& n : hcomm::scheme_names()) known += (known.empty() ? "" : ", ") + n;
+        return "unknown scheme '" + s + "'; registered: " + known;
+      },
+      "NAME");
+}
+
+// Parses the command line (the same on every rank: it reads nothing but argv and the rank
+// count). Returns false after --help (printed by rank 0); throws usage_error with one line.
+bool parse_args(int argc, char** argv, int rank, int p, args& a) {
+  CLI::App app{"Measure hcomm's compressed collectives (and MPI's own) under mpirun; one JSON object per "
+               "measurement on stdout.",
+               "hcomm-collective"};
+  app.footer(
+      "With no flags: allreduce of 1M and 4M with none, mpc, zfp:16, zfp:8 and MPI_Allreduce.\n"
+      "Sizes are bytes per rank with an optional K, M, G suffix (powers of 1024); messages are float32, so\n"
+      "--bytes must be a multiple of 4, and reduce_scatter needs at least 4 bytes per rank (it reduces\n"
+      "the largest multiple of RANKS values).\n"
+      "exit status: 0 ok, 1 a failure while measuring, 2 bad command line (one line, from rank 0)");
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one counts
+  std::string ops, codecs, bytes;  // comma-separated lists
+  std::uint64_t threshold = a.threshold, segment = a.segment;
+  bool no_checksum = false, no_validate = false;
+  app.add_option("--op", ops, "operations to measure (default allreduce)")
+      ->transform(tools::list_of(CLI::IsMember(std::vector<std::string>(std::begin(op_names), std::end(op_names)))));
+  app.add_option("--codec", codecs, "codecs to measure (default none)")
+      ->transform(tools::list_of(codec_spec()));
+  app.add_option("--scheme", a.scheme, "a registered scheme (its codec on --axis), e.g. zhybrid:16,8")
+      ->transform(scheme_spec());
+  app.add_option("--axis", a.axis, "the scheme's axis (default dp)")->check(CLI::IsMember({"dp", "pp", "tp"}));
+  app.add_flag("--baseline", a.baseline, "also measure MPI's own collective (codec \"mpi\")");
+  app.add_option("--bytes", bytes, "message sizes in bytes per rank (default 4M)")
+      ->transform(tools::list_of(tools::size_bytes(4, 4 * tools::GiB, sizeof(float), "whole float32 values")));
+  app.add_option("--iters", a.iters, "timed iterations per measurement (default 5)")
+      ->transform(tools::whole_number(1, 1000000));
+  app.add_option("--warmup", a.warmup, "untimed iterations first (default 1)")
+      ->transform(tools::whole_number(0, 1000000));
+  app.add_option("--rounds", a.rounds, "repeat the whole sweep, every codec once per round (default 1)")
+      ->transform(tools::whole_number(1, 100000));
+  app.add_option("--data", a.data, "the input values (default smooth)")->check(CLI::IsMember({"smooth", "random"}));
+  app.add_option("--threshold", threshold, "messages below this go uncompressed (default 1M; 0: compress all)")
+      ->transform(tools::size_bytes(0, tools::TiB));
+  app.add_option("--segment", segment, "raw bytes per pipelined segment (default 1M)")
+      ->transform(tools::size_bytes(4, 4 * tools::GiB, sizeof(float), "whole float32 values"));
+  app.add_flag("--no-checksum", no_checksum, "no payload checksum in the frames");
+  app.add_flag("--no-validate", no_validate, "no per-collective cross-rank check");
+  app.add_option("--idle-sleep-us", a.idle_sleep_us,
+                 "how ranks wait: 0 MPI_Wait, N test then sleep N us, -1 auto (default)")
+      ->transform(tools::whole_number_or_minus_one(0, 1000000));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (rank == 0) std::fputs(app.help().c_str(), stdout);
+    return false;
+  } catch (const CLI::ParseError& e) {
+    throw usage_error{e.what()};
+  }
+  a.ops = tools::split_list(ops);
+  a.codecs = tools::split_list(codecs);
+  for (const std::string& b : tools::split_list(bytes)) a.bytes.push_back(std::stoull(b));  // plain decimal now
+  a.threshold = static_cast<std::size_t>(threshold);
+  a.segment = static_cast<std::size_t>(segment);
+  a.checksum = !no_checksum;
+  a.validate = !no_validate;
+  if (argc <= 1) {  // quick default sweep
+    a.ops = {"allreduce"};
+    a.codecs = {"none", "mpc", "zfp:16", "zfp:8"};
+    a.bytes = {std::size_t{1} << 20, std::size_t{4} << 20};
+    a.iters = 3;
+    a.baseline = true;
+  }
+  if (a.ops.empty()) a.ops = {"allreduce"};
+  if (a.bytes.empty()) a.bytes = {std::size_t{4} << 20};
+  if (std::find(a.ops.begin(), a.ops.end(), "reduce_scatter") != a.ops.end())
+    for (std::size_t b : a.bytes)
+      if (b / sizeof(float) < static_cast<std::size_t>(p))
+        throw usage_error{"--bytes: " + std::to_string(b) + " is too small for reduce_scatter on " + std::to_string(p) +
+                          " ranks: it needs one float32 value per rank, at least " +
+                          std::to_string(sizeof(float) * static_cast<std::size_t>(p)) + " bytes"};
+  return true;
 }
 
 }  // namespace
@@ -275,55 +374,18 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
   args a;
-  int rc = 0;
+  // Parse errors: no rank has communicated yet, and every rank reaches the same verdict.
   try {
-    bool any = false;
-    for (int i = 1; i < argc; ++i) {
-      const std::string f = argv[i];
-      auto next = [&]() -> std::string {
-        if (i + 1 >= argc) hcomm::fail(hcomm::errc::invalid_argument, f + " needs a value");
-        return argv[++i];
-      };
-      any = true;
-      if (f == "--op") a.ops = split(next());
-      else if (f == "--codec") a.codecs = split(next());
-      else if (f == "--scheme") a.scheme = next();
-      else if (f == "--axis") a.axis = next();
-      else if (f == "--bytes") for (auto& s : split(next())) a.bytes.push_back(parse_bytes(s));
-      else if (f == "--iters") a.iters = std::max(1, std::atoi(next().c_str()));
-      else if (f == "--warmup") a.warmup = std::max(0, std::atoi(next().c_str()));
-      else if (f == "--rounds") a.rounds = std::max(1, std::atoi(next().c_str()));
-      else if (f == "--baseline") a.baseline = true;
-      else if (f == "--data") a.data = next();
-      else if (f == "--threshold") a.threshold = parse_bytes(next());
-      else if (f == "--segment") a.segment = parse_bytes(next());
-      else if (f == "--no-checksum") a.checksum = false;
-      else if (f == "--no-validate") a.validate = false;
-      else if (f == "--idle-sleep-us") {
-        const std::string v = next();
-        char* end = nullptr;
-        const long us = std::strtol(v.c_str(), &end, 10);
-        if (v.empty() || *end || us < -1 || us > 1000000)
-          hcomm::fail(hcomm::errc::invalid_argument,
-                      "--idle-sleep-us takes 0..1000000 microseconds or -1 (auto), not '" + v + "'");
-        a.idle_sleep_us = static_cast<int>(us);
-      }
-      else if (f == "-h" || f == "--help") {
-        if (rank == 0) usage();
-        MPI_Finalize();
-        return 0;
-      } else hcomm::fail(hcomm::errc::invalid_argument, "unknown flag '" + f + "' (see --help)");
+    if (!parse_args(argc, argv, rank, p, a)) {
+      MPI_Finalize();
+      return 0;
     }
-    if (a.data != "smooth" && a.data != "random") hcomm::fail(hcomm::errc::invalid_argument, "--data smooth|random");
-    if (!any) {  // quick default sweep
-      a.ops = {"allreduce"};
-      a.codecs = {"none", "mpc", "zfp:16", "zfp:8"};
-      a.bytes = {std::size_t{1} << 20, std::size_t{4} << 20};
-      a.iters = 3;
-      a.baseline = true;
-    }
-    if (a.ops.empty()) a.ops = {"allreduce"};
-    if (a.bytes.empty()) a.bytes = {std::size_t{4} << 20};
+  } catch (const usage_error& e) {
+    if (rank == 0) std::fprintf(stderr, "hcomm-collective: %s\n", tools::one_line(e.what).c_str());
+    MPI_Finalize();
+    return 2;
+  }
+  try {
     std::vector<std::string> codecs = a.codecs;
     if (!a.scheme.empty()) codecs = {"scheme"};
     if (codecs.empty() && !a.baseline) codecs = {"none"};
@@ -335,9 +397,10 @@ int main(int argc, char** argv) {
         for (std::size_t b : a.bytes)
           for (const auto& c : codecs) run_one(a, op, c, b, r, rank, p);
   } catch (const std::exception& e) {
-    if (rank == 0) std::fprintf(stderr, "hcomm-collective: %s\n", e.what());
-    rc = 2;
+    std::fprintf(stderr, "hcomm-collective: rank %d: %s\n", rank, tools::one_line(e.what()).c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
   }
   MPI_Finalize();
-  return rc;
+  return 0;
 }
