@@ -23,6 +23,10 @@
 // so any executor produces the same bytes. decode checks sizes, the count, every list entry
 // (index < n, strictly increasing, pattern non-finite) and the stream's zero tail padding
 // before it writes anything; stream bits themselves cannot be checked (any bits decode).
+// Finite values can come back non-finite, as in libzfp: at a fixed rate, values near the
+// type's largest (FLT_MAX at f32 zfp:4..16, 1.79e308 at f64 zfp:4..32, a block of 1e308 at
+// f64 zfp:4) round past it and decode to ±Inf. hcomm-codec's stats count them
+// (finite_to_nonfinite); the side list only restores values that were non-finite already.
 // Note inherited from libzfp 1.0 (kept for bit-exactness): blocks whose largest |v| is below
 // 2^-98 (float) or 2^-962 (double) overflow libzfp's scale factor and decode to values of
 // the same tiny magnitude that are not the inputs.
