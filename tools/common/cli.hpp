@@ -81,19 +81,28 @@ namespace detail {
 inline std::string quoted(const std::string& s) { return "'" + s + "'"; }
 }  // namespace detail
 
+namespace detail {
+// Parses s (sizes: with K/M/G/T suffixes) into lo..hi, a multiple of `multiple`; rewrites
+// s in plain decimal for CLI11; returns the error text, empty when s is good.
+inline std::string check_number(std::string& s, bool sizes, std::uint64_t lo, std::uint64_t hi,
+                                const std::string& range, std::uint64_t multiple, const std::string& unit_name) {
+  std::string why;
+  const auto v = parse_u64(s, sizes, why);
+  if (!v) return detail::quoted(s) + " " + why + "; use " + range;
+  if (*v < lo || *v > hi) return detail::quoted(s) + " is out of range " + range;
+  if (*v % multiple != 0)
+    return detail::quoted(s) + " is not a multiple of " + std::to_string(multiple) +
+           (unit_name.empty() ? "" : " (" + unit_name + ")");
+  s = std::to_string(*v);
+  return {};
+}
+}  // namespace detail
+
 // An unsigned whole number in lo..hi.
 inline CLI::Validator whole_number(std::uint64_t lo, std::uint64_t hi) {
   const std::string range = std::to_string(lo) + ".." + std::to_string(hi);
-  return CLI::Validator(
-      [=](std::string& s) -> std::string {
-        std::string why;
-        const auto v = parse_u64(s, false, why);
-        if (!v) return detail::quoted(s) + " " + why + "; use " + range;
-        if (*v < lo || *v > hi) return detail::quoted(s) + " is out of range " + range;
-        s = std::to_string(*v);
-        return {};
-      },
-      "in " + range);
+  return CLI::Validator([=](std::string& s) { return detail::check_number(s, false, lo, hi, range, 1, {}); },
+                        "in " + range);
 }
 
 // A whole number in lo..hi, or -1 (for "auto").
@@ -102,12 +111,7 @@ inline CLI::Validator whole_number_or_minus_one(std::uint64_t lo, std::uint64_t 
   return CLI::Validator(
       [=](std::string& s) -> std::string {
         if (s == "-1") return {};
-        std::string why;
-        const auto v = parse_u64(s, false, why);
-        if (!v) return detail::quoted(s) + " " + why + "; use " + range;
-        if (*v < lo || *v > hi) return detail::quoted(s) + " is out of range " + range;
-        s = std::to_string(*v);
-        return {};
+        return detail::check_number(s, false, lo, hi, range, 1, {});
       },
       "in " + range);
 }
@@ -117,17 +121,7 @@ inline CLI::Validator size_bytes(std::uint64_t lo, std::uint64_t hi, std::uint64
                                  std::string unit_name = {}) {
   const std::string range = size_text(lo) + ".." + size_text(hi) + " bytes";
   return CLI::Validator(
-      [=](std::string& s) -> std::string {
-        std::string why;
-        const auto v = parse_u64(s, true, why);
-        if (!v) return detail::quoted(s) + " " + why + "; use " + range;
-        if (*v < lo || *v > hi) return detail::quoted(s) + " is out of range " + range;
-        if (*v % multiple != 0)
-          return detail::quoted(s) + " is not a multiple of " + std::to_string(multiple) +
-                 (unit_name.empty() ? "" : " (" + unit_name + ")");
-        s = std::to_string(*v);
-        return {};
-      },
+      [=](std::string& s) { return detail::check_number(s, true, lo, hi, range, multiple, unit_name); },
       "SIZE in " + range);
 }
 
