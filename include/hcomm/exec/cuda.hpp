@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <atomic>
 #include <memory>
 
 #include "hcomm/core/error.hpp"
@@ -185,12 +186,11 @@ class cuda {
     detail::check_team_launch("cuda", k, team_size, max_team_scratch_bytes);
     if (league == 0) return;
     const auto fn = &detail::cuda_team_kernel<K>;
-    cudaFuncAttributes attr{};
-    HCOMM_CUDA_CHECK(cudaFuncGetAttributes(&attr, fn));
-    if (team_size > attr.maxThreadsPerBlock)
+    const int max_threads = kernel_max_threads(fn);
+    if (team_size > max_threads)
       fail(errc::invalid_argument, std::string("hcomm: cuda launch of ") + detail::kernel_name<K>() + ": team size " +
                                        std::to_string(team_size) + " exceeds the kernel's maxThreadsPerBlock " +
-                                       std::to_string(attr.maxThreadsPerBlock) + " (its register use)");
+                                       std::to_string(max_threads) + " (its register use)");
     const std::size_t smem = k.scratch_bytes(team_size);
     if (smem > 48 * 1024)
       HCOMM_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
@@ -258,6 +258,23 @@ class cuda {
   void synchronize() const { HCOMM_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
  private:
+  // A kernel's maxThreadsPerBlock on the current device, queried once per kernel and device
+  // (launch is on the codecs' per-frame path).
+  template <class Fn>
+  static int kernel_max_threads(Fn fn) {
+    constexpr int max_devices = 64;
+    static std::atomic<int> cached[max_devices] = {};
+    int dev = 0;
+    HCOMM_CUDA_CHECK(cudaGetDevice(&dev));
+    if (dev >= 0 && dev < max_devices) {
+      if (const int v = cached[dev].load(std::memory_order_relaxed); v > 0) return v;
+    }
+    cudaFuncAttributes attr{};
+    HCOMM_CUDA_CHECK(cudaFuncGetAttributes(&attr, fn));
+    if (dev >= 0 && dev < max_devices) cached[dev].store(attr.maxThreadsPerBlock, std::memory_order_relaxed);
+    return attr.maxThreadsPerBlock;
+  }
+
   int max_blocks() const {
     if (max_blocks_ == 0) {
       int dev = 0, sms = 0;
