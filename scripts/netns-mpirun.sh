@@ -11,10 +11,10 @@
 # OpenMPI's waiting ranks yield the core (mpi_yield_when_idle 1) unless YIELD=0: the emulated
 # links are kernel work (veth, bridge, tbf in softirq context) on the same few cores as the
 # ranks, and ranks that poll without yielding starve it; each namespace is a one-slot host
-# to OpenMPI, so it does not know to yield by itself. Measured on a 2-core VM (bench/RESULTS.md,
-# 2026-12-01): without yielding every OpenMPI collective with an exchange waits ~8 ms for the
-# kernel (a 64-byte MPI_Allreduce: 8 ms; with yielding 43 us) and a 2-rank 64 MiB allreduce
-# runs at half the link rate (1.14 s; with yielding 0.85 s, wire time 0.54 s).
+# to OpenMPI, so it does not know to yield by itself. Without yielding, on a machine with
+# fewer cores than ranks, every OpenMPI collective with an exchange waits for a scheduler
+# tick before the kernel moves its bytes, and a 2-rank allreduce falls well below the link
+# rate (bench/comm/RESULTS.md has the figures).
 YIELD=${YIELD:-1}
 set -euo pipefail
 RANKS=2

@@ -6,7 +6,7 @@
 # plus point-to-point. Appends one JSON object per measurement (with "link" and "date" added)
 # to OUT, then prints a table (summarize.py).
 #
-#   sudo bench/comm/netns-bench.sh                          # defaults below (~10 min here)
+#   sudo bench/comm/netns-bench.sh                          # defaults below
 #   RANKS="2 4" RATES="1gbit 10gbit" SIZES=1M,16M,64M,256M CODECS=none,mpc,zfp:4,zfp:8,zfp:16 \
 #     sudo -E bench/comm/netns-bench.sh
 set -euo pipefail
@@ -23,11 +23,13 @@ DATA=${DATA:-smooth}
 EXTRA=${EXTRA:-}  # more hcomm-collective flags, e.g. EXTRA="--idle-sleep-us 100"
 # Open MPI's allreduce algorithm for every MPI_Allreduce of the run (MPI's baseline and hcomm's
 # uncompressed path): empty = Open MPI's own choice (default); 4 = ring, 6 = Rabenseifner, ...
-# (ompi_info --param coll tuned --level 9). On these links its default choice for 4 ranks is
-# 1.6x slower than its ring, so a fair comparison runs both (bench/RESULTS.md).
+# (ompi_info --param coll tuned --level 9). Its default choice need not be its fastest
+# algorithm on a given network (on the emulated links it is not, for 4 ranks), so a fair
+# comparison runs both the default and the ring (bench/comm/RESULTS.md).
 MPI_ALLREDUCE_ALG=${MPI_ALLREDUCE_ALG:-}
 # OpenMPI's waiting ranks yield the core (scripts/netns-mpirun.sh; YIELD=0: they poll, which
-# starves the emulated links' kernel work on a small VM: results before 2026-12-01 12:10 UTC).
+# starves the emulated links' kernel work when the ranks share few cores). Each JSON line
+# records mpi_yield_when_idle.
 export YIELD=${YIELD:-1}
 if [ -n "$MPI_ALLREDUCE_ALG" ]; then
   export OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_allreduce_algorithm=$MPI_ALLREDUCE_ALG

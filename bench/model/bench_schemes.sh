@@ -17,7 +17,7 @@ STEPS=${STEPS:-30}
 MODEL=${MODEL:-tiny}
 EXTRA=${EXTRA:-"--layers 4 --heads 8"}
 NET=${NET:-}
-OUT=${OUT:-bench/model/out}
+OUT=${OUT:-out/bench-schemes}  # under /out/, which git ignores
 EXE=$(readlink -f "$EXE")
 [ -x "$EXE" ] || { echo "bench_schemes: no $EXE (build the train_gpt target or set TRAIN_GPT)" >&2; exit 2; }
 mkdir -p "$OUT"

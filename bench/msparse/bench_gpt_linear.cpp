@@ -1,6 +1,6 @@
 // The sparse linear layer against dense sgemm at the shapes of train_gpt --model small (C 128,
 // batch 8 x T 128 = 1024 tokens): where the sparse kernels break even, which sets
-// train_gpt's --dense-above default (bench/msparse/RESULTS-mst.md).
+// train_gpt's --dense-above default (bench/msparse/RESULTS.md).
 //
 //   OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 msparse_bench_gpt_linear --benchmark_min_time=0.3
 //

@@ -343,7 +343,7 @@ bool parse_args(int argc, char** argv, int rank, int p, args& a) {
   }
   a.ops = tools::split_list(ops);
   a.codecs = tools::split_list(codecs);
-  for (const std::string& b : tools::split_list(bytes)) a.bytes.push_back(std::stoull(b));  // plain decimal now
+  for (const std::string& b : tools::split_list(bytes)) a.bytes.push_back(std::stoull(b));  // the transform above wrote plain decimal
   a.threshold = static_cast<std::size_t>(threshold);
   a.segment = static_cast<std::size_t>(segment);
   a.checksum = !no_checksum;

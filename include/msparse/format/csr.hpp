@@ -33,9 +33,9 @@ using index_t = std::uint32_t;  // 4-byte indices: half the index traffic of siz
 
 // Order of the entries inside one row (CSR) or column (CSC): ascending by a fixed
 // bijective hash of the index, not by the index. Why: with sorted columns the kernels walk
-// the tiled activations in ascending address order with small random gaps, and measured
-// on this machine (Zen 3) that runs 3x slower at 50% density than the same work in
-// scrambled order (the stride prefetcher chases the pattern). The order is a pure function
+// the tiled activations in ascending address order with small random gaps, which the
+// hardware stride prefetcher chases without gain, so sorted order runs much slower than
+// the same work in scrambled order at moderate densities. The order is a pure function
 // of the pattern, so every data-parallel replica packs its values identically.
 // Within a row, entries are first grouped by panel of panel_columns columns (the kernels
 // sweep one panel of the dense operand at a time, see kernels/spmm.hpp), then scrambled.

@@ -22,7 +22,7 @@
 // backward goes tile by tile (fused_backward). Kernel work items keep R x 64 partial
 // sums on the stack (up to 96 KB for the 384-line input-gradient items). Workspace grows
 // to the largest token count seen and is reused, so a layer object must not run two
-// calls at once. Measured speed: bench/msparse/RESULTS-sparse-linear.md.
+// calls at once. Measured speed: bench/msparse/RESULTS.md.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -205,8 +205,8 @@ class sparse_linear {
 #ifndef MSPARSE_NO_FUSED_BACKWARD  // (the unfused order, for comparisons)
     // Tile by tile only on one thread: with more, each of the 3 launches per tile ends in a
     // barrier, and on a loaded machine (more runnable threads than cores) a barrier waits
-    // for a descheduled thread: measured 2 threads at load ~6: 1.2 s per step at every
-    // sparsity instead of ~0.3. Both orders give bitwise the same gradients (same sums in
+    // for a descheduled thread, which makes the step several times slower at every
+    // sparsity. Both orders give bitwise the same gradients (same sums in
     // the same order), so the choice does not change results.
     const bool fuse = dx && dw_packed && kernels::executor_threads(ex_) == 1;
 #else

@@ -1,6 +1,6 @@
 // core_cuda_throughput: compress and decompress throughput of every registered codec on
 // hcomm::exec::cuda (device memory in and out), one JSON object per line on stdout, for
-// scripts/gpu-check.sh and bench/RESULTS.md. Exits 77 ("SKIPPED: ...") without a GPU.
+// scripts/gpu-check.sh and bench/codec/RESULTS.md. Exits 77 ("SKIPPED: ...") without a GPU.
 //
 //   core_cuda_throughput [--mib 256] [--codecs none,mpc,zfp:8,zfp:16] [--dtype f32|f64]
 //
