@@ -54,7 +54,9 @@ while [ $# -gt 0 ]; do
     --nodes|--ranks-per-node|--ranks|--rate|--grid)
       [ $# -ge 2 ] || die "$1 needs a value"
       case "$1" in
-        --nodes) NODES=$2 ;; --ranks-per-node) RPN=$2 ;; --ranks) RANKS=$2 ;;
+        --nodes) posint "$1" "$2"; NODES=$2 ;;
+        --ranks-per-node) posint "$1" "$2"; RPN=$2 ;;
+        --ranks) posint "$1" "$2"; RANKS=$2 ;;
         --rate) RATE=$2 ;; --grid) GRID=$2 ;;
       esac
       shift 2 ;;
@@ -67,12 +69,9 @@ done
 [ $# -gt 0 ] || die "no command given (... -- PROGRAM ARGS)"
 if [ -n "$RANKS" ]; then
   [ -z "$NODES$RPN" ] || die "--ranks N means N nodes of one rank: give either it or --nodes/--ranks-per-node"
-  posint --ranks "$RANKS"
   NODES=$RANKS RPN=1
 fi
 NODES=${NODES:-2} RPN=${RPN:-1}
-posint --nodes "$NODES"
-posint --ranks-per-node "$RPN"
 [ "$NODES" -le 250 ] || die "--nodes $NODES: at most 250 (one address each in 10.77.0.0/24)"
 [ "$RPN" -le 4096 ] || die "--ranks-per-node $RPN: at most 4096"
 [[ $RATE =~ ^[0-9]+(\.[0-9]+)?([kKmMgGtT]i?)?(bit|bps)$ ]] ||

@@ -63,6 +63,7 @@ for a in "--nodes 0 -- true" "--nodes x -- true" "--nodes -1 -- true" "--ranks-p
          "--grid 2x2 --nodes 4 -- true" "--grid 2x2x2 --nodes 2 --ranks-per-node 2 -- true"; do
   expect_usage "$RUN" $a
 done
+expect_usage "$RUN" --nodes "" -- true
 ok "netns-mpirun: bad arguments exit 2 with a message"
 
 # --- the emulated cluster (root, ip netns) ------------------------------------------------
