@@ -9,11 +9,20 @@
 #   sudo bench/comm/netns-bench.sh                          # defaults below
 #   RANKS="2 4" RATES="1gbit 10gbit" SIZES=1M,16M,64M,256M CODECS=none,mpc,zfp:4,zfp:8,zfp:16 \
 #     sudo -E bench/comm/netns-bench.sh
+#   NODES="2 4" RANKS_PER_NODE=2 sudo -E bench/comm/netns-bench.sh   # 4 and 8 ranks, 2 per node
+#
+# RANKS lists the runs' rank counts, one rank per node (namespace). NODES lists node counts
+# instead (default: RANKS) and RANKS_PER_NODE (default 1) ranks share each node, over shared
+# memory (scripts/netns-mpirun.sh --nodes --ranks-per-node; rank r on node r / R). Each JSON
+# line records "nodes" and "ranks_per_node"; summarize.py groups by (link, ranks, op, bytes),
+# so give runs with different RANKS_PER_NODE different OUT files.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BIN=${BIN:-$ROOT/build-comm/tools/hcomm-collective/hcomm-collective}
 RANKS=${RANKS:-"2 4"}
+NODES=${NODES:-$RANKS}
+RANKS_PER_NODE=${RANKS_PER_NODE:-1}
 RATES=${RATES:-"1gbit 10gbit"}
 SIZES=${SIZES:-1M,16M,64M}
 CODECS=${CODECS:-none,mpc,zfp:4,zfp:8,zfp:16}
@@ -37,12 +46,12 @@ fi
 OUT=${OUT:-$HERE/results-$(date -u +%Y%m%d).jsonl}
 [ -x "$BIN" ] || { echo "netns-bench: build hcomm-collective first ($BIN)" >&2; exit 2; }
 stamp=$(date -u +%Y-%m-%dT%H:%MZ)
-for r in $RANKS; do
+for n in $NODES; do
   for rate in $RATES; do
-    echo "== $r ranks, $rate links" >&2
-    "$ROOT/scripts/netns-mpirun.sh" --ranks "$r" --rate "$rate" -- \
+    echo "== $n nodes x $RANKS_PER_NODE ranks, $rate links" >&2
+    "$ROOT/scripts/netns-mpirun.sh" --nodes "$n" --ranks-per-node "$RANKS_PER_NODE" --rate "$rate" -- \
       "$BIN" --op "$OPS" --codec "$CODECS" --baseline --bytes "$SIZES" --iters "$ITERS" --data "$DATA" $EXTRA |
-      grep '^{' | sed "s/}\$/,\"link\":\"$rate\",\"date\":\"$stamp\",\"mpi_allreduce_alg\":\"${MPI_ALLREDUCE_ALG:-default}\",\"mpi_yield_when_idle\":$YIELD}/" | tee -a "$OUT"
+      grep '^{' | sed "s/}\$/,\"link\":\"$rate\",\"nodes\":$n,\"ranks_per_node\":$RANKS_PER_NODE,\"date\":\"$stamp\",\"mpi_allreduce_alg\":\"${MPI_ALLREDUCE_ALG:-default}\",\"mpi_yield_when_idle\":$YIELD}/" | tee -a "$OUT"
   done
 done
 python3 "$HERE/summarize.py" "$OUT"

@@ -5,7 +5,15 @@
 #
 #   bench/model/bench_schemes.sh                      # shared memory
 #   NET=1gbit bench/model/bench_schemes.sh            # rate-limited network namespaces (root)
+#   NET=1gbit RANKS_PER_NODE=2 bench/model/bench_schemes.sh   # 4 nodes x 2 ranks
 #   SCHEMES="none zhybrid:16,8" STEPS=40 MODEL=small bench/model/bench_schemes.sh
+#
+# With NET, every rank is a node of its own (namespace) unless RANKS_PER_NODE (default 1)
+# ranks share each node over shared memory, NODES (default 8 / RANKS_PER_NODE) of them; rank
+# r is on node r / RANKS_PER_NODE, and with the trainer's rank order (TP fastest, then DP,
+# then PP) RANKS_PER_NODE=2 keeps the TP pairs inside nodes while DP and PP cross them, the
+# paper's layout; 4 would put both DP replicas on one node. scripts/netns-mpirun.sh prints
+# which axes cross nodes. Give each layout its own OUT (the metrics files are per scheme).
 #
 # --compress-min-bytes 0: the tiny/small models' messages are far below hcomm's 1 MiB
 # default threshold, and the point is to see what compression does to them.
@@ -17,7 +25,12 @@ STEPS=${STEPS:-30}
 MODEL=${MODEL:-tiny}
 EXTRA=${EXTRA:-"--layers 4 --heads 8"}
 NET=${NET:-}
+RANKS_PER_NODE=${RANKS_PER_NODE:-1}
+[[ $RANKS_PER_NODE =~ ^[1-9][0-9]*$ ]] || { echo "bench_schemes: RANKS_PER_NODE '$RANKS_PER_NODE' is not a positive integer" >&2; exit 2; }
+NODES=${NODES:-$((8 / RANKS_PER_NODE))}
 OUT=${OUT:-out/bench-schemes}  # under /out/, which git ignores
+[ -z "$NET" ] || [ $((NODES * RANKS_PER_NODE)) = 8 ] ||
+  { echo "bench_schemes: NODES=$NODES x RANKS_PER_NODE=$RANKS_PER_NODE is not the 8 ranks of the 2x2x2 grid" >&2; exit 2; }
 EXE=$(readlink -f "$EXE")
 [ -x "$EXE" ] || { echo "bench_schemes: no $EXE (build the train_gpt target or set TRAIN_GPT)" >&2; exit 2; }
 mkdir -p "$OUT"
@@ -31,7 +44,7 @@ for s in $SCHEMES; do
         --compress-min-bytes 0 --data "$PWD/data/kjv.txt" --metrics "$OUT/$name.jsonl" --quiet --sample 0)
   rm -f "$OUT/$name.jsonl"
   if [ -n "$NET" ]; then
-    scripts/netns-mpirun.sh --ranks 8 --rate "$NET" -- "$EXE" "${args[@]}" >&2 || echo "bench_schemes: $s failed" >&2
+    scripts/netns-mpirun.sh --nodes "$NODES" --ranks-per-node "$RANKS_PER_NODE" --rate "$NET" -- "$EXE" "${args[@]}" >&2 || echo "bench_schemes: $s failed" >&2
   else
     mpiexec --oversubscribe -n 8 -x OMP_NUM_THREADS "$EXE" "${args[@]}" >&2 || echo "bench_schemes: $s failed" >&2
   fi
