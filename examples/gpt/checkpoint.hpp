@@ -1,45 +1,43 @@
-// examples/gpt/checkpoint.hpp: checkpoint sets of the trainer, one per save, complete or absent.
+// examples/gpt/checkpoint.hpp: what a checkpoint set holds of the training, and how it comes
+// back: rank<r>.ckpt (parameters, Adam moments, the DP error-feedback residual, step, data
+// cursor, sampling RNG), rank<r>.sparse (sparsity.hpp's topology and FLOP totals), saved as
+// one set (checkpoint_set.hpp) and resumed on the same grid or re-cut for another (--reshard).
 //
-//   DIR/step-00000020/rank<r>.ckpt     rank r's state (parameters, Adam moments, residual, meta)
-//   DIR/step-00000020/rank<r>.sparse   (--sparsity) masks, schedule, FLOP totals
-//   DIR/step-00000020/manifest.json    written last, by rank 0: the set is complete
+//   gpt::checkpointer ck(cfg, opts, grid, dog);
+//   ck.save(steps_done, state, dp.residual(n));         // collective; throws gpt::stopped to stop
+//   gpt::resumed r = ck.resume(state, has_residual);     // collective; loads into state
 //
-//   gpt::save_set(dir, info, my_files, keep, first);    // collective; returns the verdict
-//   auto set = gpt::open_newest_set(dir, info);         // collective; throws gpt::stopped
-//   set.files[...]                                      // this rank's verified file bytes
-//
-// A set is one thing. Every rank writes its files (tmp, fsync, rename, fsync of the directory),
-// the ranks agree that all of them succeeded, and only then rank 0 writes the manifest (step,
-// grid, configuration hash, each file's size and checksum) the same way. A save that fails on
-// any rank is known to every rank in the same collective: the attempt's files are removed
-// and the previous set stays current. Resume takes the newest set with a manifest, and every
-// rank verifies its files against it (size, checksum, then the header: configuration, grid,
-// rank, step) before anyone loads; the verdict is agreed, so a mixed, incomplete or damaged
-// set is refused on all ranks with one message.
+// Resharding: every rank reads the files of the old grid's DP replica 0 (its stages and TP
+// shards hold the whole model), assembles each tensor it needs from the old shards and cuts
+// it for its own stage and shard. Error-feedback residuals belong to one rank's ring chunks
+// and cannot be re-cut. Sparse sets change DP and PP only: masks evolve per TP shard.
 #pragma once
-#include <fcntl.h>
 #include <mpi.h>
-#include <signal.h>
-#include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "checkpoint_set.hpp"
 #include "collective.hpp"
-#include "faults.hpp"
+#include "config.hpp"
 #include "hcomm/core/error.hpp"
+#include "hcomm/topology/grid.hpp"
+#include "model.hpp"
+#include "msparse/msparse.hpp"
+#include "optim.hpp"
+#include "options.hpp"
+#include "sparsity.hpp"
+#include "watchdog.hpp"
 
 namespace gpt {
 
+// ---- rank<r>.ckpt ---------------------------------------------------------------------------
 struct checkpoint_meta {
   std::string fingerprint;  // config::fingerprint() + scheme
   std::int32_t dp = 1, pp = 1, tp = 1, rank = 0;
@@ -50,15 +48,6 @@ struct checkpoint_meta {
 
 namespace detail {
 constexpr char ckpt_magic[8] = {'G', 'P', 'T', 'C', 'K', 'P', 'T', '1'};
-inline std::uint64_t fnv1a(const char* p, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
-  for (std::size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(p[i])) * 1099511628211ull;
-  return h;
-}
-inline std::string hex(std::uint64_t v) {
-  char b[17];
-  std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
-  return b;
-}
 struct writer {
   std::vector<char> buf;
   template <class T>
@@ -93,10 +82,8 @@ struct reader {
     pos += n;
   }
 };
-inline std::string errno_text(int e) { return std::strerror(e); }
 }  // namespace detail
 
-// ---- one rank's file ------------------------------------------------------------------------
 inline std::vector<char> encode_checkpoint(const checkpoint_meta& meta, std::initializer_list<std::span<const float>> arrays) {
   detail::writer w;
   w.put_bytes(detail::ckpt_magic, 8);
@@ -165,361 +152,308 @@ inline checkpoint_meta decode_checkpoint(const std::vector<char>& buf, const std
   return m;
 }
 
-// ---- files, durably ------------------------------------------------------------------------
-inline void fsync_dir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) hcomm::fail(hcomm::errc::io_failure, "cannot open directory " + dir + ": " + detail::errno_text(errno));
-  const int rc = ::fsync(fd), e = errno;
-  ::close(fd);
-  if (rc != 0 && e != EINVAL) hcomm::fail(hcomm::errc::io_failure, "cannot fsync directory " + dir + ": " + detail::errno_text(e));
+// ---- rank<r>.sparse -------------------------------------------------------------------------
+// This rank's sparsity state (masks, schedule, FLOP totals; the growth RNG is counter-based
+// on (seed, step)), with a trailing checksum. Empty when not sparse.
+inline std::vector<char> encode_sparsity(const sparse_trainer& sp) {
+  if (!sp.active()) return {};
+  msparse::byte_writer w;
+  for (char ch : std::string("GPTSPAR1")) w.put(ch);
+  const auto t = sp.topology().to_bytes();
+  w.put_array(t);
+  sp.flops().save(w);
+  auto b = w.take();
+  const std::uint64_t sum = detail::fnv1a(reinterpret_cast<const char*>(b.data()), b.size());
+  const auto* p = reinterpret_cast<const std::uint8_t*>(&sum);
+  b.insert(b.end(), p, p + 8);
+  return std::vector<char>(reinterpret_cast<const char*>(b.data()), reinterpret_cast<const char*>(b.data()) + b.size());
 }
 
-// Writes `path` as PATH.tmp, fsyncs it, renames it over PATH and fsyncs the directory. On any
-// failure the .tmp is removed (it would hold scarce space) and the error says why (errno).
-// `enospc` and `kill_halfway` are the tests' injected faults (faults.hpp).
-inline void write_durably(const std::string& path, std::span<const char> bytes, bool enospc = false, bool kill_halfway = false) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) hcomm::fail(hcomm::errc::io_failure, "cannot create " + tmp + ": " + detail::errno_text(errno));
-  auto fail = [&](const std::string& what, int e) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    hcomm::fail(hcomm::errc::io_failure, "cannot " + what + " " + tmp + ": " + detail::errno_text(e));
-  };
-  std::size_t done = 0;
-  const std::size_t half = bytes.size() / 2;
-  while (done < bytes.size()) {
-    std::size_t n = std::min<std::size_t>(bytes.size() - done, 1 << 20);
-    if ((enospc || kill_halfway) && done < half) n = std::min(n, half - done);
-    const ssize_t w = ::write(fd, bytes.data() + done, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) fail("write", errno);
-    done += static_cast<std::size_t>(w);
-    if (done == half && kill_halfway) ::raise(SIGKILL);
-    if (done == half && enospc) fail("write", ENOSPC);
+// Such a file verified against this run's sparsity (`sp`: layers, schedule, seed, mask shapes)
+// and decoded; throws with `path` and the reason.
+inline sparse_state decode_sparsity(const std::vector<char>& bytes, const std::string& path, const sparse_trainer& sp) {
+  const auto& mine = sp.topology();
+  const std::vector<std::uint8_t> b(bytes.begin(), bytes.end());
+  if (b.size() < 16 || std::string(b.begin(), b.begin() + 8) != "GPTSPAR1")
+    hcomm::fail(hcomm::errc::foreign_frame, path + " is not a train_gpt sparsity checkpoint");
+  std::uint64_t sum;
+  std::memcpy(&sum, b.data() + b.size() - 8, 8);
+  if (sum != detail::fnv1a(reinterpret_cast<const char*>(b.data()), b.size() - 8))
+    hcomm::fail(hcomm::errc::corrupt_frame, path + ": checksum mismatch (corrupt or truncated)");
+  msparse::byte_reader r(b.data() + 8, b.size() - 16);
+  const auto tb = r.get_array<std::uint8_t>();
+  sparse_state s{msparse::sparse_topology::from_bytes(tb), sp.flops()};
+  const auto& topo = s.topology;
+  if (topo.size() != mine.size() || !(topo.sched() == mine.sched()) || topo.seed() != mine.seed())
+    hcomm::fail(hcomm::errc::mismatch, path + " was written by another sparsity configuration");
+  for (std::size_t i = 0; i < topo.size(); ++i)
+    if (topo.mask_of(i).rows() != mine.mask_of(i).rows() || topo.mask_of(i).cols() != mine.mask_of(i).cols())
+      hcomm::fail(hcomm::errc::mismatch, path + ": mask shapes differ");
+  s.flops.load(r);
+  return s;
+}
+
+// --reshard to another DP and PP size (the same TP size): files[s] (at paths[s]) is the
+// sparsity file of old pipeline stage s for this rank's TP shard. Each block layer's mask is
+// the one of the old stage that held the layer (a pure function of the global layer index
+// and the TP shard, so it is this place's mask on the new grid too); the schedule, seed and
+// rule are the configuration's, the FLOP totals are global.
+inline sparse_state recut_sparsity(const std::vector<const std::vector<char>*>& files, const std::vector<std::string>& paths,
+                                   const sparse_trainer& sp) {
+  const auto& mine = sp.topology();
+  msparse::flop_counter fc = sp.flops();
+  std::vector<msparse::sparse_topology> old;
+  for (std::size_t k = 0; k < files.size(); ++k) {
+    sparse_state s = decode_sparsity(*files[k], paths[k], sp);
+    old.push_back(std::move(s.topology));
+    if (k == 0) fc = std::move(s.flops);
   }
-  if (::fsync(fd) != 0) fail("fsync", errno);
-  if (::close(fd) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    hcomm::fail(hcomm::errc::io_failure, "cannot close " + tmp + ": " + detail::errno_text(e));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    hcomm::fail(hcomm::errc::io_failure, "cannot rename " + tmp + " to " + path + ": " + detail::errno_text(e));
-  }
-  fsync_dir(std::filesystem::path(path).parent_path().string());
-}
-
-inline std::vector<char> read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) hcomm::fail(hcomm::errc::io_failure, "cannot open " + path + ": " + detail::errno_text(errno));
-  std::vector<char> buf((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) hcomm::fail(hcomm::errc::io_failure, "cannot read " + path);
-  return buf;
-}
-
-// ---- sets ----------------------------------------------------------------------------------
-// What a set is checked against on resume (and recorded in its manifest).
-struct set_info {
-  std::string fingerprint;  // configuration + scheme (+ sparsity)
-  int dp = 1, pp = 1, tp = 1;
-  std::int64_t step = 0;    // steps done (the next step to run)
-};
-
-struct set_file {
-  std::string name;        // rank<r>.ckpt, rank<r>.sparse
-  std::vector<char> bytes;
-};
-
-inline std::string set_dir(const std::string& dir, std::int64_t step) {
-  char b[32];
-  std::snprintf(b, sizeof b, "step-%08lld", static_cast<long long>(step));
-  return (std::filesystem::path(dir) / b).string();
-}
-inline std::string manifest_path(const std::string& sdir) { return (std::filesystem::path(sdir) / "manifest.json").string(); }
-
-// Steps of DIR's set directories: complete (with a manifest) and not, ascending.
-struct set_listing {
-  std::vector<std::int64_t> complete, incomplete;
-};
-inline set_listing list_sets(const std::string& dir) {
-  namespace fs = std::filesystem;
-  set_listing l;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    const std::string n = e.path().filename().string();
-    if (n.size() != 13 || n.rfind("step-", 0) != 0 || !e.is_directory()) continue;
-    char* end = nullptr;
-    const long long s = std::strtoll(n.c_str() + 5, &end, 10);
-    if (*end) continue;
-    (fs::exists(manifest_path(e.path().string())) ? l.complete : l.incomplete).push_back(s);
-  }
-  std::sort(l.complete.begin(), l.complete.end());
-  std::sort(l.incomplete.begin(), l.incomplete.end());
-  return l;
-}
-
-struct save_verdict {
-  bool ok = true;
-  std::string message;  // why not (the same on every rank)
-  bool fatal = false;   // the directory is not usable at all (not shared): stop whatever the option
-};
-
-// Collective: saves this rank's `files` as part of the set at info.step in `dir`. `check_shared`
-// (the first save of a run) first checks that every rank sees rank 0's files. Returns the
-// agreed verdict; on failure the attempt's files are gone and the previous set stays current.
-inline save_verdict save_set(const std::string& dir, const set_info& info, const std::vector<set_file>& files, int keep,
-                             bool check_shared) {
-  namespace fs = std::filesystem;
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  const std::string sdir = set_dir(dir, info.step), old = sdir + ".replaced";
-  const std::string where = "checkpoint set " + sdir + " not saved: ";
-  auto previous = [&] {  // rank 0: which set stays current
-    const auto l = list_sets(dir);
-    return l.complete.empty() ? std::string("no earlier set exists")
-                              : "the set at step " + std::to_string(l.complete.back()) + " stays current";
-  };
-  // 1. with check_shared (the first save of a run), every rank reads a probe file of rank 0's:
-  //    checkpoints need a directory that all ranks see; a failure here always stops the run
-  std::string err;
-  if (check_shared) {
-    const std::string probe = (fs::path(dir) / ".shared-probe").string();
-    std::uint64_t nonce = 0;
-    if (rank == 0) {
-      try {
-        fs::create_directories(dir);
-        nonce = detail::fnv1a(sdir.data(), sdir.size(),
-                              static_cast<std::uint64_t>(::getpid()) ^ static_cast<std::uint64_t>(MPI_Wtime() * 1e9));
-        const std::string s = detail::hex(nonce);
-        write_durably(probe, std::span<const char>(s.data(), s.size()));
-      } catch (const std::exception& e) {
-        err = reason_of(e);
+  const std::size_t n = mine.size();
+  std::vector<const msparse::mask*> masks(n);
+  std::int64_t last = old.empty() ? 0 : old[0].last_step();
+  for (std::size_t i = 0; i < n; ++i) {
+    masks[i] = &mine.mask_of(i);  // not a block layer of this stage: full, as after setup
+    bool found = false;
+    for (const auto& o : old)
+      if (o.layer(i).sparse) {
+        masks[i] = &o.mask_of(i);
+        found = true;
+        break;
       }
-    }
-    verdict v = agree(err.empty(), err);
-    if (!v.ok) return {false, where + "rank 0: " + v.what, true};
-    MPI_Bcast(&nonce, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    std::string why;
-    if (rank != 0) {
-      std::ifstream f(faults::unshared().at(rank, -1) ? probe + ".elsewhere" : probe);
-      std::string got;
-      if (!f) why = "cannot see rank 0's file " + probe + " (" + detail::errno_text(errno) + ")";
-      else if (!(f >> got) || got != detail::hex(nonce)) why = "sees another " + probe + " than rank 0";
-      if (!why.empty()) why += ": checkpoints need a directory that every rank sees (a shared filesystem)";
-    }
-    v = agree(why.empty(), why);
-    if (rank == 0) {
-      std::error_code ec;
-      fs::remove(probe, ec);
-    }
-    if (!v.ok)
-      return {false, "checkpoint directory " + dir + " is not shared: rank " + std::to_string(v.first_bad) + " " + v.what, true};
+    if (mine.layer(i).sparse && !found)
+      hcomm::fail(hcomm::errc::mismatch, "sparsity: layer " + mine.layer(i).name + " is sparse in no file of the set");
   }
-  // 2. rank 0 makes the set's directory, moving aside a complete set of the same step (put
-  //    back if this attempt fails)
-  if (rank == 0) {
-    try {
-      fs::create_directories(dir);
-      if (fs::exists(manifest_path(sdir))) {
-        fs::remove_all(old);
-        fs::rename(sdir, old);
+  for (const auto& o : old)
+    if (o.last_step() != last) hcomm::fail(hcomm::errc::mismatch, "sparsity: the set's stages were updated at different steps");
+  // this place's topology record (layer flags, schedule, rule, seed, TP shard) with the
+  // old stages' masks and last update step: [header, step, tp parts, index, axes][masks][checksum]
+  auto b = mine.to_bytes();
+  std::size_t mask_bytes = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    msparse::byte_writer w;
+    mine.mask_of(i).save(w);
+    mask_bytes += w.bytes().size();
+  }
+  const std::size_t head = b.size() - mask_bytes - 8;
+  const std::size_t step_at = head - (8 + 8 + 8 + n * sizeof(msparse::shard_axis)) - 8;
+  b.resize(head);
+  std::memcpy(b.data() + step_at, &last, 8);
+  msparse::byte_writer w;
+  std::uint64_t h = 0x5EED5EED5EED5EEDull;  // sparse_topology::checksum()
+  for (std::size_t i = 0; i < n; ++i) {
+    masks[i]->save(w);
+    h = msparse::splitmix64(h ^ masks[i]->checksum());
+  }
+  w.put<std::uint64_t>(h);
+  const auto& tail = w.bytes();
+  b.insert(b.end(), tail.begin(), tail.end());
+  auto topo = msparse::sparse_topology::from_bytes(b);
+  if (topo.checksum() != h || topo.last_step() != last)
+    hcomm::fail(hcomm::errc::mismatch, "sparsity: re-cut topology record is inconsistent");
+  return {std::move(topo), std::move(fc)};
+}
+
+// ---- the trainer's sets ---------------------------------------------------------------------
+// The training state a set holds, by reference (the step is passed on its own).
+struct train_state {
+  stage_model& model;
+  adamw& adam;
+  sparse_trainer& sparsity;
+  std::uint64_t& cursor;  // data position after the steps done
+  std::uint64_t& rng;     // sampling RNG
+};
+
+struct resumed {
+  std::int64_t step = 0;        // steps done
+  std::vector<float> residual;  // the DP error-feedback residual to load (empty: none)
+};
+
+class checkpointer {
+ public:
+  checkpointer(const config& c, const run_options& o, const hcomm::grid& g, watchdog& dog)
+      : cfg_(c), opt_(o), grid_(g), dog_(dog) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+  }
+
+  // The set of `steps_done` steps in --save DIR (every rank writes, all agree, rank 0's
+  // manifest makes it current); `residual`: the DP error-feedback residual. A failure is
+  // known to every rank at once: the run stops with the reason (gpt::stopped) or, with
+  // --on-save-error continue, goes on with the previous set current. A step already saved
+  // (--save-every, then the end of the run) is not saved again.
+  void save(std::int64_t steps_done, const train_state& s, std::span<const float> residual) {
+    if (steps_done == last_saved_) return;
+    auto w = dog_.watch("checkpoint save", steps_done);
+    const std::string r = std::to_string(world_rank_);
+    std::vector<set_file> files;
+    files.push_back({"rank" + r + ".ckpt",
+                     encode_checkpoint(meta(steps_done, s), {std::span<const float>(s.model.params), std::span<const float>(s.adam.m),
+                                                             std::span<const float>(s.adam.v), residual})});
+    if (s.sparsity.active()) files.push_back({"rank" + r + ".sparse", encode_sparsity(s.sparsity)});
+    const save_verdict v = save_set(opt_.save, set_meta(steps_done), files, opt_.keep, last_saved_ < 0);
+    if (!v.ok && v.fatal) throw stopped{3, v.message + "; stopping"};
+    if (!v.ok && opt_.on_save_error == "stop") throw stopped{3, v.message + "; stopping (--on-save-error continue trains on)"};
+    if (!v.ok) {
+      if (world_rank_ == 0) std::fprintf(stderr, "train_gpt: %s; training goes on (--on-save-error continue)\n", v.message.c_str());
+      return;
+    }
+    last_saved_ = steps_done;
+    if (world_rank_ == 0 && !opt_.quiet)
+      std::printf("saved checkpoint set %s at step %lld\n", set_dir(opt_.save, steps_done).c_str(),
+                  static_cast<long long>(steps_done));
+  }
+
+  // The newest complete set of --resume DIR into `s`, verified on every rank before anything
+  // changes (every rank throws the same gpt::stopped otherwise). `has_residual`: this run's DP
+  // communicator keeps an error-feedback residual (returned for the caller to load).
+  resumed resume(train_state& s, bool has_residual) {
+    auto w = dog_.watch("checkpoint resume", 0);
+    const int D = grid_.dp_size(), P = grid_.pp_size(), T = grid_.tp_size();
+    const bool sparse = s.sparsity.active();
+    bool recut = false;
+    auto names_of = [&](int dp, int pp, int tp) {
+      std::vector<std::string> n;
+      recut = dp != D || pp != P || tp != T;
+      if (!recut) {
+        n.push_back("rank" + std::to_string(world_rank_) + ".ckpt");
+        if (sparse) n.push_back("rank" + std::to_string(world_rank_) + ".sparse");
+        return n;
       }
-      fs::create_directories(sdir);
-    } catch (const std::exception& e) {
-      err = reason_of(e);
-    }
-  }
-  verdict v = agree(err.empty(), err);
-  if (!v.ok) return {false, where + "rank 0: " + v.what + "; " + previous()};
-  // 3. every rank writes its files; the ranks agree on the outcome
-  std::vector<std::uint64_t> mine;  // size, checksum per file
-  err.clear();
-  try {
-    for (const auto& f : files) {
-      const bool enospc = faults::save_enospc().at(rank, info.step);
-      const bool kill = faults::kill_in_save().at(rank, info.step);
-      write_durably((fs::path(sdir) / f.name).string(), std::span<const char>(f.bytes), enospc, kill);
-      mine.push_back(f.bytes.size());
-      mine.push_back(detail::fnv1a(f.bytes.data(), f.bytes.size()));
-    }
-  } catch (const std::exception& e) {
-    err = reason_of(e);
-  }
-  v = agree(err.empty(), err);
-  // 4. all written: rank 0 writes the manifest, and that outcome is agreed too
-  if (v.ok) {
-    const int k = static_cast<int>(2 * files.size());
-    std::vector<std::uint64_t> all(rank == 0 ? static_cast<std::size_t>(k) * size : 0);
-    MPI_Gather(mine.data(), k, MPI_UINT64_T, all.data(), k, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-    err.clear();
-    if (rank == 0) {
-      try {
-        nlohmann::ordered_json m;
-        m["format"] = "train_gpt checkpoint set";
-        m["version"] = 1;
-        m["step"] = info.step;
-        m["grid"] = {{"dp", info.dp}, {"pp", info.pp}, {"tp", info.tp}};
-        m["ranks"] = size;
-        m["config_hash"] = detail::hex(detail::fnv1a(info.fingerprint.data(), info.fingerprint.size()));
-        m["config"] = info.fingerprint;
-        nlohmann::ordered_json list = nlohmann::ordered_json::array();
-        for (int r = 0; r < size; ++r)
-          for (std::size_t i = 0; i < files.size(); ++i) {
-            const std::string suffix = files[i].name.substr(files[i].name.find('.'));
-            const std::uint64_t* e = all.data() + static_cast<std::size_t>(r) * k + 2 * i;
-            list.push_back({{"rank", r}, {"name", "rank" + std::to_string(r) + suffix}, {"bytes", e[0]},
-                            {"checksum", detail::hex(e[1])}});
+      // masks under TP are evolved per shard (per-shard targets, top-k and RNG keys): a set of
+      // another TP holds masks that no run on this TP would have, so only DP and PP may change
+      if (sparse && tp != T)
+        hcomm::fail(hcomm::errc::unsupported, "resharding a sparse set (--sparsity) to another TP size is not supported: "
+                                              "its masks were evolved per TP shard (per-shard targets, top-k and RNG), so "
+                                              "no re-cut gives the masks of a tp" + std::to_string(T) + " run; resume it "
+                                              "with --tp " + std::to_string(tp) + " (DP and PP may change)");
+      if (has_residual && !opt_.reshard_reset_residuals)
+        hcomm::fail(hcomm::errc::unsupported, "the set holds error-feedback residuals, which belong to one rank's ring chunks "
+                                              "and cannot be re-cut to another grid (--reshard-reset-residuals resumes with "
+                                              "them reset to zero)");
+      for (int st = 0; st < pp; ++st)
+        for (int t = 0; t < tp; ++t) n.push_back("rank" + std::to_string(t + tp * dp * st) + ".ckpt");
+      // sparse (same TP): the sparsity files of this TP shard on every old stage
+      if (sparse)
+        for (int st = 0; st < pp; ++st) n.push_back("rank" + std::to_string(grid_.tp_rank() + tp * dp * st) + ".sparse");
+      return n;
+    };
+    // header check: a file of another save names its step (a mixed set), else its other reason
+    auto check = [&](const std::string& path, const std::vector<char>& bytes, std::int64_t set_step) {
+      if (path.ends_with(".sparse")) return;
+      const checkpoint_meta m = decode_checkpoint_meta(bytes, path);
+      if (m.step != set_step)
+        hcomm::fail(hcomm::errc::mismatch, path + " holds step " + std::to_string(m.step) + ", the set is step " +
+                                               std::to_string(set_step) + " (a mixed set: files of different saves)");
+      if (!path.ends_with("/rank" + std::to_string(m.rank) + ".ckpt"))
+        hcomm::fail(hcomm::errc::mismatch, path + " is rank " + std::to_string(m.rank) + "'s file (a mixed set)");
+    };
+    opened_set set = open_newest_set(opt_.resume, set_meta(0), opt_.reshard, names_of, check);
+    // Decode into scratch first so that a refusal leaves every rank untouched.
+    std::vector<float> p(s.model.params.size()), m(p.size()), v(p.size()), res(p.size());
+    checkpoint_meta got;
+    std::optional<sparse_state> sp;
+    agreed(
+        [&] {
+          if (recut) {
+            got = recut_from(set, s.model, p, m, v);
+            if (sparse) {  // masks of each layer from the old stage that held it
+              const std::size_t k = static_cast<std::size_t>(set.pp * set.tp);
+              std::vector<const std::vector<char>*> files;
+              std::vector<std::string> paths;
+              for (std::size_t i = k; i < set.files.size(); ++i) {
+                files.push_back(&set.files[i]);
+                paths.push_back(set.dir + "/" + set.names[i]);
+              }
+              sp = recut_sparsity(files, paths, s.sparsity);
+            }
+            return;
           }
-        m["files"] = std::move(list);
-        const std::string text = m.dump(1) + "\n";
-        write_durably(manifest_path(sdir), std::span<const char>(text.data(), text.size()),
-                      faults::save_enospc().rank == size && faults::save_enospc().at(size, info.step));
-      } catch (const std::exception& e) {
-        err = reason_of(e);
+          got = decode_checkpoint(set.files[0], set.dir + "/" + set.names[0], meta(0, s),
+                                  {std::span<float>(p), std::span<float>(m), std::span<float>(v), std::span<float>(res)});
+          if (sparse) sp = decode_sparsity(set.files[1], set.dir + "/" + set.names[1], s.sparsity);
+        },
+        2, "refusing checkpoint set " + set.dir + ": ");
+    s.model.params = std::move(p);
+    s.adam.m = std::move(m);
+    s.adam.v = std::move(v);
+    resumed r;
+    if (has_residual && !recut) r.residual = std::move(res);
+    r.step = got.step;
+    s.cursor = got.cursor;
+    s.rng = got.rng;
+    last_saved_ = recut ? -1 : r.step;
+    s.sparsity.restore(r.step, std::move(sp));
+    if (recut && world_rank_ == 0 && !opt_.quiet)
+      std::printf("resharded checkpoint set %s from grid dp%d pp%d tp%d\n", set.dir.c_str(), set.dp, set.pp, set.tp);
+    return r;
+  }
+
+ private:
+  std::string fingerprint() const {
+    std::string f = cfg_.fingerprint() + " scheme " + opt_.scheme;
+    if (opt_.sparsity.sparse()) f += " " + opt_.sparsity.describe(cfg_.steps);
+    return f;
+  }
+  checkpoint_meta meta(std::int64_t steps_done, const train_state& s) const {
+    checkpoint_meta m;
+    m.fingerprint = fingerprint();
+    m.dp = grid_.dp_size(); m.pp = grid_.pp_size(); m.tp = grid_.tp_size(); m.rank = world_rank_;
+    m.step = steps_done; m.cursor = s.cursor; m.rng = s.rng;
+    return m;
+  }
+  set_info set_meta(std::int64_t steps_done) const {
+    set_info i;
+    i.fingerprint = fingerprint();
+    i.dp = grid_.dp_size(); i.pp = grid_.pp_size(); i.tp = grid_.tp_size();
+    i.step = steps_done;
+    return i;
+  }
+  // --reshard: the old grid's DP-replica-0 files (stage s, shard t in set.files[s * tp + t])
+  // decoded, each tensor assembled whole from its old shards and cut for this rank's place.
+  // Step, data cursor and RNG are global; parameters and Adam moments are per element.
+  checkpoint_meta recut_from(const opened_set& set, const stage_model& model, std::vector<float>& p, std::vector<float>& m,
+                             std::vector<float>& v) const {
+    const auto& specs = model.specs();
+    std::vector<std::vector<float>> gp(specs.size()), gm(specs.size()), gv(specs.size());
+    std::vector<char> have(specs.size(), 0);
+    checkpoint_meta got;
+    for (int s = 0; s < set.pp; ++s)
+      for (int t = 0; t < set.tp; ++t) {
+        const std::size_t i = static_cast<std::size_t>(s * set.tp + t);
+        const auto layout = stage_tensors(cfg_, {set.pp, s, set.tp, t});
+        const std::size_t n = layout.empty() ? 0 : static_cast<std::size_t>(layout.back().offset + layout.back().numel);
+        std::vector<float> op(n), om(n), ov(n), ores(n);
+        checkpoint_meta want;
+        want.fingerprint = fingerprint();
+        want.dp = set.dp; want.pp = set.pp; want.tp = set.tp;
+        want.rank = t + set.tp * set.dp * s;
+        got = decode_checkpoint(set.files[i], set.dir + "/" + set.names[i], want,
+                                {std::span<float>(op), std::span<float>(om), std::span<float>(ov), std::span<float>(ores)});
+        for (const auto& lt : layout) {
+          if (lt.tied_copy) continue;  // the first stage's wte is the same tensor
+          const auto& sp = specs[lt.global];
+          for (auto* g : {&gp[lt.global], &gm[lt.global], &gv[lt.global]}) g->resize(static_cast<std::size_t>(sp.numel()));
+          insert_shard(sp, op.data() + lt.offset, set.tp, t, gp[lt.global].data());
+          insert_shard(sp, om.data() + lt.offset, set.tp, t, gm[lt.global].data());
+          insert_shard(sp, ov.data() + lt.offset, set.tp, t, gv[lt.global].data());
+          have[lt.global] = 1;
+        }
       }
+    for (const auto& lt : model.tensors()) {
+      if (!have[lt.global]) hcomm::fail(hcomm::errc::mismatch, "tensor " + specs[lt.global].name + " is in no file of the set");
+      const auto& sp = specs[lt.global];
+      extract_shard(sp, gp[lt.global].data(), grid_.tp_size(), grid_.tp_rank(), p.data() + lt.offset);
+      extract_shard(sp, gm[lt.global].data(), grid_.tp_size(), grid_.tp_rank(), m.data() + lt.offset);
+      extract_shard(sp, gv[lt.global].data(), grid_.tp_size(), grid_.tp_rank(), v.data() + lt.offset);
     }
-    v = agree(err.empty(), err);
+    return got;
   }
-  // 5. the verdict: on failure every rank removes what it wrote, rank 0 the directory; on
-  //    success rank 0 keeps the newest `keep` complete sets and drops incomplete ones
-  std::string outcome;
-  if (!v.ok) {
-    std::error_code ec;
-    for (const auto& f : files) {
-      fs::remove(fs::path(sdir) / f.name, ec);
-      fs::remove(fs::path(sdir) / (f.name + ".tmp"), ec);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);  // every rank's files are gone before the directory goes
-    if (rank == 0) {
-      fs::remove_all(sdir, ec);
-      if (fs::exists(old, ec)) fs::rename(old, sdir, ec);
-      outcome = previous();
-    }
-  } else if (rank == 0) {
-    std::error_code ec;
-    fs::remove_all(old, ec);
-    const auto l = list_sets(dir);
-    for (auto s : l.incomplete) fs::remove_all(set_dir(dir, s), ec);
-    for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < l.complete.size(); ++i)
-      fs::remove_all(set_dir(dir, l.complete[i]), ec);
-  }
-  if (v.ok) return {};
-  int len = static_cast<int>(outcome.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  outcome.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(outcome.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
-  return {false, where + "rank " + std::to_string(v.first_bad) + ": " + v.what + "; " + outcome};
-}
 
-// The set a resume starts from: its directory, step and this rank's verified file bytes.
-struct opened_set {
-  std::string dir;
-  std::int64_t step = 0;
-  int dp = 1, pp = 1, tp = 1;            // the grid that saved it
-  std::vector<std::string> names;        // the files read, in the order of `files`
-  nlohmann::json manifest;
-  std::vector<std::vector<char>> files;  // in the order of `names`
+  config cfg_;
+  run_options opt_;
+  const hcomm::grid& grid_;
+  watchdog& dog_;
+  int world_rank_ = 0;
+  std::int64_t last_saved_ = -1;  // steps of the last set saved or resumed (-1: none yet)
 };
-
-// Collective: finds the newest complete set in `dir`, checks its manifest against `info`
-// (configuration; grid unless `reshard`), and has every rank verify the files it needs,
-// `names_of(dp, pp, tp)` of the set's grid (size and checksum against the manifest, then
-// `check(path, bytes, step)`: the header); every rank throws the same gpt::stopped (code 2,
-// one message) when anything is wrong, before anyone loads.
-template <class Names, class Check>
-opened_set open_newest_set(const std::string& dir, const set_info& info, bool reshard, Names&& names_of, Check&& check) {
-  namespace fs = std::filesystem;
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  // 1. rank 0 picks the set and checks its manifest; the text goes to every rank
-  std::string err, text;
-  opened_set o;
-  if (rank == 0) {
-    try {
-      if (!fs::is_directory(dir)) hcomm::fail(hcomm::errc::io_failure, "refusing to resume: " + dir + " is not a checkpoint directory");
-      const auto l = list_sets(dir);
-      if (l.complete.empty())
-        hcomm::fail(hcomm::errc::io_failure, "refusing to resume: " + dir + " holds no complete checkpoint set" +
-                                                 (l.incomplete.empty() ? std::string()
-                                                                       : " (step-" + std::to_string(l.incomplete.back()) +
-                                                                             " has no manifest: an interrupted save)"));
-      o.dir = set_dir(dir, l.complete.back());
-      const auto bytes = read_file(manifest_path(o.dir));
-      text.assign(bytes.begin(), bytes.end());
-      const std::string refusing = "refusing checkpoint set " + o.dir + ": ";
-      nlohmann::json m = nlohmann::json::parse(text, nullptr, false);
-      if (m.is_discarded() || !m.is_object() || m.value("format", "") != "train_gpt checkpoint set")
-        hcomm::fail(hcomm::errc::corrupt_frame, refusing + "manifest.json is damaged (not a train_gpt manifest)");
-      const auto g = m.at("grid");
-      const int dp = g.at("dp"), pp = g.at("pp"), tp = g.at("tp");
-      if (!reshard && (dp != info.dp || pp != info.pp || tp != info.tp))
-        hcomm::fail(hcomm::errc::mismatch, refusing + "written by grid dp" + std::to_string(dp) + " pp" + std::to_string(pp) +
-                                               " tp" + std::to_string(tp) + ", this run is dp" + std::to_string(info.dp) +
-                                               " pp" + std::to_string(info.pp) + " tp" + std::to_string(info.tp) +
-                                               " (--reshard re-cuts a set to another grid)");
-      if (m.at("config").get<std::string>() != info.fingerprint)
-        hcomm::fail(hcomm::errc::mismatch, refusing + "written by a different configuration\n  checkpoint: " +
-                                               m.at("config").get<std::string>() + "\n  this run:   " + info.fingerprint);
-      const int ranks = m.at("ranks").get<int>();
-      if (ranks != dp * pp * tp || m.at("files").size() % static_cast<std::size_t>(ranks) != 0)
-        hcomm::fail(hcomm::errc::corrupt_frame, refusing + "the manifest lists " + std::to_string(m.at("files").size()) +
-                                                    " files of " + std::to_string(ranks) + " ranks on grid dp" +
-                                                    std::to_string(dp) + " pp" + std::to_string(pp) + " tp" + std::to_string(tp));
-    } catch (const nlohmann::json::exception& e) {
-      err = "refusing checkpoint set " + o.dir + ": manifest.json is damaged (" + e.what() + ")";
-    } catch (const std::exception& e) {
-      err = reason_of(e);
-    }
-  }
-  verdict v = agree(err.empty(), err);
-  if (!v.ok) throw stopped{2, v.what};
-  int len = static_cast<int>(text.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  text.resize(static_cast<std::size_t>(len));
-  MPI_Bcast(text.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
-  o.manifest = nlohmann::json::parse(text);
-  o.step = o.manifest.at("step").get<std::int64_t>();
-  if (rank != 0) o.dir = set_dir(dir, o.step);
-  o.dp = o.manifest.at("grid").at("dp");
-  o.pp = o.manifest.at("grid").at("pp");
-  o.tp = o.manifest.at("grid").at("tp");
-  // 2. every rank verifies its own files against the manifest and their headers
-  err.clear();
-  try {
-    o.names = names_of(o.dp, o.pp, o.tp);
-    for (const auto& name : o.names) {
-      const std::string path = (fs::path(o.dir) / name).string();
-      const nlohmann::json* entry = nullptr;
-      for (const auto& f : o.manifest.at("files"))
-        if (f.at("name").get<std::string>() == name) entry = &f;
-      if (!entry) hcomm::fail(hcomm::errc::mismatch, "the manifest does not list " + name + " (an incomplete set)");
-      if (!fs::exists(path)) hcomm::fail(hcomm::errc::io_failure, path + " is missing (an incomplete set)");
-      auto bytes = read_file(path);
-      const auto want = entry->at("bytes").get<std::uint64_t>();
-      if (bytes.size() < want)
-        hcomm::fail(hcomm::errc::truncated_frame, path + " is truncated (" + std::to_string(bytes.size()) + " of " +
-                                                      std::to_string(want) + " bytes in the manifest)");
-      if (bytes.size() != want || detail::hex(detail::fnv1a(bytes.data(), bytes.size())) != entry->at("checksum").get<std::string>())
-        check(path, bytes, o.step);  // a file of another save names its step; else it is damaged
-      if (bytes.size() != want)
-        hcomm::fail(hcomm::errc::corrupt_frame, path + " has " + std::to_string(bytes.size()) + " bytes, the manifest " +
-                                                    std::to_string(want) + " (not this set's file)");
-      if (detail::hex(detail::fnv1a(bytes.data(), bytes.size())) != entry->at("checksum").get<std::string>())
-        hcomm::fail(hcomm::errc::corrupt_frame, path + ": checksum differs from the manifest (damaged or not this set's file)");
-      check(path, bytes, o.step);
-      o.files.push_back(std::move(bytes));
-    }
-  } catch (const std::exception& e) {
-    err = reason_of(e);
-  }
-  v = agree(err.empty(), err);
-  if (!v.ok) throw stopped{2, "refusing checkpoint set " + o.dir + ": rank " + std::to_string(v.first_bad) + ": " + v.what};
-  return o;
-}
 
 }  // namespace gpt

@@ -25,7 +25,8 @@
 #include <vector>
 
 #include "config.hpp"
-#include "trainer.hpp"
+#include "data.hpp"
+#include "options.hpp"
 
 namespace gpt {
 

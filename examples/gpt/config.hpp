@@ -1,4 +1,4 @@
-// examples/gpt/config.hpp: the model + training configuration, presets and command line.
+// examples/gpt/config.hpp: the model + training configuration and its presets.
 //
 //   gpt::config c = gpt::preset("tiny");   // then per-field overrides: c.layers = 4; ...
 //   c.validate(dp, pp, tp);                // throws with a message saying what does not divide
@@ -133,7 +133,7 @@ inline config preset(const std::string& name) {
     c.layers = 2; c.channels = 64; c.heads = 4; c.block = 32; c.batch = 8;
   } else if (name == "small") {  // RESEARCH.md's PyTorch yardstick: 0.84M parameters
     c.layers = 4; c.channels = 128; c.heads = 4; c.block = 128; c.batch = 8; c.lr = 1e-3f;
-  } else if (name == "medium") {  // minutes per step on 2 cores; for real runs elsewhere
+  } else if (name == "medium") {  // for machines with more cores than the tests use
     c.layers = 8; c.channels = 256; c.heads = 8; c.block = 256; c.batch = 16; c.lr = 6e-4f;
   } else {
     hcomm::fail(hcomm::errc::invalid_argument, "unknown --model preset '" + name + "' (tiny|small|medium)");

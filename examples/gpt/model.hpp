@@ -3,18 +3,13 @@
 //
 //   gpt::stage_model m(cfg, {.pp = 1, .pp_rank = 0, .tp = 1, .tp_rank = 0}, micro, n_micro);
 //   m.init_params();                       // same values on every grid (global tensors, then shards)
-//   float loss_sum = m.forward(0, tokens, targets, tp);  // last stage: sum of token losses
-//   m.backward(0, tokens, tp, 1.f / (B * T));
+//   double loss_sum = m.forward(0, tokens, targets, tp, 1.f / (B * T));  // last stage: sum of token losses
+//   m.backward(0, tokens, tp);             // gradients accumulate into m.grads
 //
 // Layout: all parameters of the stage live in ONE allocation (`params`), carved into tensors
-// in a fixed order; gradients, Adam moments mirror it. Global tensor order (used by the
-// PyTorch debug state and by initialisation):
-//   gpt2: wte[V,C] wpe[T,C] {ln1_w ln1_b qkv_w[3C,C] qkv_b proj_w[C,C] proj_b ln2_w ln2_b
-//         fc_w[4C,C] fc_b fcp_w[C,4C] fcp_b} x L  lnf_w lnf_b          (lm head = wte, tied)
-//   neox: wte[V,C] {same 12 per layer} x L lnf_w lnf_b lm_w[V,C]       (untied, no wpe)
-// Sharding over TP ranks: qkv (q, k, v blocks each split by heads) and fc are column-parallel,
-// proj and fcp are row-parallel (split along their input), wte/lm_w are vocab-parallel (rows),
-// everything else is replicated. Row-parallel biases are added once, after the allreduce.
+// in the order of params.hpp's stage_tensors(); gradients and Adam moments mirror it.
+// Column-parallel layers split their outputs over TP ranks, row-parallel ones their inputs;
+// row-parallel biases are added once, after the allreduce.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -27,6 +22,7 @@
 #include "config.hpp"
 #include "hcomm/exec/threads.hpp"
 #include "kernels.hpp"
+#include "params.hpp"
 
 namespace gpt {
 
@@ -35,186 +31,6 @@ struct solo_tp {
   void allreduce(std::span<float>) {}
   void allgather(std::span<const float> in, std::span<float> out) { std::copy(in.begin(), in.end(), out.begin()); }
 };
-
-enum class shard_kind : int { replicated, rows, qkv_rows, cols };
-
-struct param_spec {
-  std::string name;
-  int layer = -1;          // -1: not in a transformer block
-  std::int64_t rows = 0;   // global shape [rows, cols]; vectors have cols = 1
-  std::int64_t cols = 1;
-  shard_kind shard = shard_kind::replicated;
-  bool decay = false;      // AdamW weight decay: matrices only
-  float init_std = 0.f;    // 0: constant init_value
-  float init_value = 0.f;
-  std::int64_t numel() const { return rows * cols; }
-};
-
-// The global parameter list in canonical order.
-inline std::vector<param_spec> global_specs(const config& c) {
-  const std::int64_t V = c.vocab, C = c.channels, T = c.block, H = c.hidden();
-  const float std0 = 0.02f, std_res = 0.02f / std::sqrt(2.f * static_cast<float>(c.layers));
-  std::vector<param_spec> s;
-  s.push_back({"wte", -1, V, C, shard_kind::rows, true, std0, 0});
-  if (c.arch == arch_kind::gpt2) s.push_back({"wpe", -1, T, C, shard_kind::replicated, true, std0 / 2, 0});
-  for (int l = 0; l < c.layers; ++l) {
-    auto n = [&](const char* x) {  // appended piecewise: GCC 12 warns (-Wrestrict) on "h" + std::string
-      std::string r("h");
-      r.append(std::to_string(l)).append(".").append(x);
-      return r;
-    };
-    s.push_back({n("ln1_w"), l, C, 1, shard_kind::replicated, false, 0, 1});
-    s.push_back({n("ln1_b"), l, C, 1, shard_kind::replicated, false, 0, 0});
-    s.push_back({n("qkv_w"), l, 3 * C, C, shard_kind::qkv_rows, true, std0, 0});
-    s.push_back({n("qkv_b"), l, 3 * C, 1, shard_kind::qkv_rows, false, 0, 0});
-    s.push_back({n("proj_w"), l, C, C, shard_kind::cols, true, std_res, 0});
-    s.push_back({n("proj_b"), l, C, 1, shard_kind::replicated, false, 0, 0});
-    s.push_back({n("ln2_w"), l, C, 1, shard_kind::replicated, false, 0, 1});
-    s.push_back({n("ln2_b"), l, C, 1, shard_kind::replicated, false, 0, 0});
-    s.push_back({n("fc_w"), l, H, C, shard_kind::rows, true, std0, 0});
-    s.push_back({n("fc_b"), l, H, 1, shard_kind::rows, false, 0, 0});
-    s.push_back({n("fcp_w"), l, C, H, shard_kind::cols, true, std_res, 0});
-    s.push_back({n("fcp_b"), l, C, 1, shard_kind::replicated, false, 0, 0});
-  }
-  s.push_back({"lnf_w", -1, C, 1, shard_kind::replicated, false, 0, 1});
-  s.push_back({"lnf_b", -1, C, 1, shard_kind::replicated, false, 0, 0});
-  if (c.arch == arch_kind::neox) s.push_back({"lm_w", -1, V, C, shard_kind::rows, true, std0, 0});
-  return s;
-}
-
-constexpr int params_per_layer = 12;
-
-// Index of a tensor in global_specs().
-inline int global_index_of_layer(const config& c, int layer) { return (c.arch == arch_kind::gpt2 ? 2 : 1) + layer * params_per_layer; }
-
-// Copies the TP shard of global tensor g (row-major [rows, cols]) into out.
-inline void extract_shard(const param_spec& s, const float* g, int tp, int r, float* out) {
-  const std::int64_t R = s.rows, K = s.cols;
-  switch (s.shard) {
-    case shard_kind::replicated:
-      for (std::int64_t i = 0; i < R * K; ++i) out[i] = g[i];
-      break;
-    case shard_kind::rows: {
-      const std::int64_t rl = R / tp;
-      for (std::int64_t i = 0; i < rl * K; ++i) out[i] = g[r * rl * K + i];
-      break;
-    }
-    case shard_kind::qkv_rows: {  // three blocks of R/3 rows, each split by heads
-      const std::int64_t blk = R / 3, bl = blk / tp;
-      for (int j = 0; j < 3; ++j)
-        for (std::int64_t i = 0; i < bl * K; ++i) out[j * bl * K + i] = g[(j * blk + r * bl) * K + i];
-      break;
-    }
-    case shard_kind::cols: {
-      const std::int64_t kl = K / tp;
-      for (std::int64_t i = 0; i < R; ++i)
-        for (std::int64_t j = 0; j < kl; ++j) out[i * kl + j] = g[i * K + r * kl + j];
-      break;
-    }
-  }
-}
-
-// The inverse: writes a shard back into its place in the global tensor.
-inline void insert_shard(const param_spec& s, const float* in, int tp, int r, float* g) {
-  const std::int64_t R = s.rows, K = s.cols;
-  switch (s.shard) {
-    case shard_kind::replicated:
-      for (std::int64_t i = 0; i < R * K; ++i) g[i] = in[i];
-      break;
-    case shard_kind::rows: {
-      const std::int64_t rl = R / tp;
-      for (std::int64_t i = 0; i < rl * K; ++i) g[r * rl * K + i] = in[i];
-      break;
-    }
-    case shard_kind::qkv_rows: {
-      const std::int64_t blk = R / 3, bl = blk / tp;
-      for (int j = 0; j < 3; ++j)
-        for (std::int64_t i = 0; i < bl * K; ++i) g[(j * blk + r * bl) * K + i] = in[j * bl * K + i];
-      break;
-    }
-    case shard_kind::cols: {
-      const std::int64_t kl = K / tp;
-      for (std::int64_t i = 0; i < R; ++i)
-        for (std::int64_t j = 0; j < kl; ++j) g[i * K + r * kl + j] = in[i * kl + j];
-      break;
-    }
-  }
-}
-
-inline std::int64_t shard_numel(const param_spec& s, int tp) {
-  return s.shard == shard_kind::replicated ? s.numel() : s.numel() / tp;
-}
-
-// Deterministic N(0, std) from a 64-bit seed (splitmix64 + Box-Muller): the same on every
-// platform and grid, unlike std::normal_distribution.
-struct rng {
-  std::uint64_t state;
-  std::uint64_t next_u64() {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next_u64() >> 11) * (1.0 / 9007199254740992.0); }  // [0,1)
-  double normal() {
-    const double u1 = 1.0 - uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-  }
-};
-
-struct stage_place {
-  int pp = 1, pp_rank = 0, tp = 1, tp_rank = 0;
-};
-
-// Layers [first, last) of stage s: as even as possible, earlier stages take the remainder.
-inline std::pair<int, int> stage_layers(int L, int pp, int s) {
-  const int base = L / pp, extra = L % pp;
-  const int first = s * base + (s < extra ? s : extra);
-  return {first, first + base + (s < extra ? 1 : 0)};
-}
-
-struct local_tensor {
-  int global = 0;          // index into global_specs
-  std::int64_t offset = 0; // into the stage's parameter allocation
-  std::int64_t numel = 0;
-  bool tied_copy = false;  // gpt2 with pp > 1: the last stage's copy of wte
-  bool counts_in_norm = true;  // false for TP-replicated tensors on tp_rank > 0 and for tied copies
-};
-
-// The tensors of one stage and TP shard, in the order of its parameter allocation (also
-// used to re-cut checkpoints of another grid: examples/gpt/trainer.hpp, --reshard).
-inline std::vector<local_tensor> stage_tensors(const config& c, stage_place place) {
-  const auto specs = global_specs(c);
-  const bool first = place.pp_rank == 0, last = place.pp_rank == place.pp - 1;
-  const auto [l0, l1] = stage_layers(c.layers, place.pp, place.pp_rank);
-  const int tp = place.tp;
-  std::vector<local_tensor> out;
-  std::int64_t off = 0;
-  auto add = [&](int g, bool tied_copy) {
-    local_tensor t;
-    t.global = g;
-    t.offset = off;
-    t.numel = shard_numel(specs[g], tp);
-    t.tied_copy = tied_copy;
-    t.counts_in_norm = !tied_copy && (specs[g].shard != shard_kind::replicated || place.tp_rank == 0);
-    off += t.numel;
-    out.push_back(t);
-  };
-  if (first) {
-    add(0, false);
-    if (c.arch == arch_kind::gpt2) add(1, false);
-  }
-  for (int l = l0; l < l1; ++l)
-    for (int j = 0; j < params_per_layer; ++j) add(global_index_of_layer(c, l) + j, false);
-  if (last) {
-    const int lnf = global_index_of_layer(c, c.layers);
-    add(lnf, false);
-    add(lnf + 1, false);
-    if (c.arch == arch_kind::neox) add(lnf + 2, false);
-    else if (!first) add(0, true);  // tied lm head lives on another stage: keep a synchronised copy
-  }
-  return out;
-}
 
 // Optional replacement of a block's four linear layers and its attention (sparse training:
 // examples/gpt/sparsity.hpp). Each call returns false to let the model run its dense kernel.

@@ -7,8 +7,9 @@
 //   gpt::sparse_trainer sp;
 //   sp.setup(cfg, sparsity_cfg, model, adam, {dp, dp_rank, pp_rank, tp, tp_rank});  // masks at step 0
 //   model.set_block_ops(&sp);                // the block's linears and attention go through sp
-//   each step:  sp.begin_step(step);  pipeline;  sp.allreduce_grads(dp_comm, model.grads);
-//               clip;  adam;  sp.end_step(step);   // FLOPs counted, topology updated, checks
+//   each step:  sp.begin_step(step);  forward, backward;  DP reduction of model.grads with
+//               sp.packed_grads() (dp_reduce.hpp);  clip;  adam;
+//               sp.end_step(step);                  // FLOPs counted, topology updated, checks
 //
 // Which weights are sparse: every block's QKV, attention-out, MLP-in and MLP-out weight. The
 // LM head (tied to the token embedding in GPT-2, 256 x C here) stays dense; so do embeddings,
@@ -34,77 +35,39 @@
 // topology works per shard (per-shard targets and top-k, msparse/topology.hpp), so masks,
 // and hence losses, differ from the TP = 1 run; QKV's shard (three row blocks) is also not
 // the topology's contiguous row shard, which only changes which random initial mask it gets.
-// Resharding a checkpoint set (--reshard, load_resharded) may therefore change DP and PP (a
+// Resharding a checkpoint set (--reshard, checkpoint.hpp) may therefore change DP and PP (a
 // layer's mask is the old owning stage's) but not TP (the masks are TP-specific).
 //
-// Sparsity-aware DP: the DP all-reduce sends the stage's gradient with each sparse layer
-// packed to its active values (sparse-format order, identical on every replica), then
-// compressed by the scheme; the bytes saved against the dense buffer are reported. Schemes
-// with error feedback keep a residual shaped like the dense gradient, so with them the
-// dense buffer is sent (nothing saved).
+// Sparsity-aware DP: each sparse layer hands the DP reduction its gradient packed to its
+// active values (packed_grads(); sparse-format order, identical on every replica), so only
+// those are sent (dp_reduce.hpp).
 #pragma once
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <cstdio>
-#include <fstream>
-#include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "checkpoint.hpp"
 #include "config.hpp"
+#include "dp_reduce.hpp"
 #include "kernels.hpp"
 #include "model.hpp"
 #include "msparse/msparse.hpp"
 #include "optim.hpp"
+#include "options.hpp"
 
 namespace gpt {
 
-struct sparsity_config {
-  std::string method = "dense";      // dense | static | set | rigl | mst
-  double sparsity = 0.9;             // static / set / rigl: constant overall sparsity
-  // mst schedule (msparse::mst_options)
-  // Defaults chosen with bench/msparse/mst_experiment.sh (GPT-2 small, 150 steps): a 15%
-  // warm-up, 60% ultra-sparse, restoring to 0.85, sparse attention for the first half gave
-  // 3.49x fewer FLOPs than dense at +1.40% validation loss (25/50% phases: 3.06x at +1.49%;
-  // the first schedule, 0.75 and warm-up-only attention: 2.82x at +1.66%).
-  double warmup_frac = 0.15, ultra_frac = 0.6;
-  double initial_sparsity = 0.0, warmup_sparsity = 0.8, ultra_sparsity = 0.9, final_sparsity = 0.85;
-  int warmup_stages = 4, restore_stages = 3;
-  int update_interval = 0;           // dT; 0: max(1, steps / 20)
-  double zeta = 0.3;
-  int growth_ratio = 3;              // mst: r, r/(r+1) of the grown by gradient
-  double hsa_frac = 0.5;             // mst: sparse attention for this share of steps (< 0: warm-up)
-  std::string hsa_pattern = "local_strided";  // local | strided | local_strided | fixed | dense
-  int hsa_stride = 0;                // 0: max(1, T / 8)
-  int hsa_block = 0;                 // 0: the stride
-  std::string distribution = "erk";  // erk | uniform
-  int seed = -1;                     // -1: the model seed
-  bool packed_dp = true;             // sparsity-aware DP all-reduce
-  // A sparse layer whose mask density is >= this runs dense sgemm on its masked weight (the
-  // zeros at inactive positions make it the same product) and keeps only the active
-  // positions of the weight gradient; its FLOPs are counted dense. 0.5: the break-even of
-  // the sparse kernels at C = 128 (bench/msparse/RESULTS-mst.md); > 1: never.
-  double dense_above = 0.5;
-
-  bool sparse() const { return method != "dense"; }
-  int interval_for(int steps) const { return update_interval > 0 ? update_interval : std::max(1, steps / 20); }
-  // Everything that shapes the training: part of the checkpoint fingerprint.
-  std::string describe(int steps) const {
-    if (!sparse()) return "sparsity dense";
-    char b[512];
-    std::snprintf(b, sizeof b,
-                  "sparsity %s s%g mst %g,%g %g,%g,%g,%g %d,%d dT%d zeta%g r%d hsa %g %s %d %d dist %s seed %d",
-                  method.c_str(), sparsity, warmup_frac, ultra_frac, initial_sparsity, warmup_sparsity, ultra_sparsity,
-                  final_sparsity, warmup_stages, restore_stages, interval_for(steps), zeta, growth_ratio, hsa_frac,
-                  hsa_pattern.c_str(), hsa_stride, hsa_block, distribution.c_str(), seed);
-    return b;
-  }
+// What a sparsity checkpoint holds (checkpoint.hpp): the topology (masks, schedule, last
+// update step) and the FLOP totals. The growth RNG is counter-based on (seed, step, layer).
+struct sparse_state {
+  msparse::sparse_topology topology;
+  msparse::flop_counter flops;
 };
 
 inline msparse::attention::pattern hsa_pattern_of(const std::string& n) {
@@ -141,8 +104,6 @@ class sparse_trainer final : public block_ops {
     adam_ = &adam;
     g_ = g;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
-    // this rank's DP group (same pp and tp), rank = tp + TP * (dp + DP * pp)
-    if (s.sparse()) MPI_Comm_split(MPI_COMM_WORLD, world_rank_ % g.tp + g.tp * (world_rank_ / (g.tp * g.dp)), g.dp_rank, &dp_mpi_);
     const msparse::gpt_shape shape{static_cast<std::size_t>(c.layers), static_cast<std::size_t>(c.channels),
                                    static_cast<std::size_t>(c.heads), static_cast<std::size_t>(c.block),
                                    static_cast<std::size_t>(c.vocab), false};
@@ -242,80 +203,26 @@ class sparse_trainer final : public block_ops {
     if (!active()) return;
     dense_grad_ = topo_.needs_dense_gradient(step);
     sparse_attn_ = topo_.sched().sparse_attention(step);
+    packed_.clear();
+    growth_.clear();
     for (auto& L : locals_) {
       L.tiled_x = nullptr;  // the buffers get new activations this step
       if (L.dense_path) continue;
       if (!L.masked_dense) L.lin.weight().gather_from(model_->params.data() + L.offset);  // AdamW moved the values
       std::fill(L.gpacked.begin(), L.gpacked.end(), 0.f);
+      packed_.push_back({L.offset, L.rows * L.cols, std::span<float>(L.gpacked), &L.lin.weight()});
       if (dense_grad_) {
         L.gdense.assign(static_cast<std::size_t>(L.rows * L.cols), 0.f);
+        growth_.push_back(std::span<float>(L.gdense));
       }
     }
   }
 
-  // The DP all-reduce of the stage's gradient (replaces dp.allreduce(grads)). Sparse layers'
-  // gradients go packed; on update steps of gradient-growth rules their dense gradients
-  // follow in a second all-reduce.
-  template <class DpComm>
-  void allreduce_grads(DpComm& dp, std::vector<float>& grads, bool can_pack) {
-    saved_bytes_ = 0;
-    bool any_sparse = false;
-    for (const auto& L : locals_) any_sparse |= !L.dense_path;
-    if (!active() || !any_sparse) {
-      dp.allreduce(std::span<float>(grads));
-      return;
-    }
-    if (!can_pack || !sc_.packed_dp) {
-      for (auto& L : locals_)
-        if (!L.dense_path) L.lin.weight().scatter_values(L.gpacked.data(), grads.data() + L.offset);
-      dp.allreduce(std::span<float>(grads));
-      // a lossy all-reduce leaves noise at inactive positions: the gradient there is zero
-      for (auto& L : locals_)
-        if (!L.dense_path) {
-          float* g = grads.data() + L.offset;
-          L.lin.weight().gather_values(g, L.gpacked.data());
-          std::fill(g, g + L.rows * L.cols, 0.f);
-          L.lin.weight().scatter_values(L.gpacked.data(), g);
-        }
-    } else {
-      // [dense tensors..., packed sparse layers...] in the stage's tensor order
-      buf_.clear();
-      for (const auto& t : model_->tensors()) {
-        const int li = slot_of_offset(t.offset);
-        if (li >= 0 && !locals_[li].dense_path) buf_.insert(buf_.end(), locals_[li].gpacked.begin(), locals_[li].gpacked.end());
-        else buf_.insert(buf_.end(), grads.begin() + t.offset, grads.begin() + t.offset + t.numel);
-      }
-      dp.allreduce(std::span<float>(buf_));
-      std::size_t at = 0;
-      for (const auto& t : model_->tensors()) {
-        const int li = slot_of_offset(t.offset);
-        if (li >= 0 && !locals_[li].dense_path) {
-          auto& L = locals_[li];
-          L.lin.weight().scatter_values(buf_.data() + at, grads.data() + t.offset);
-          at += L.gpacked.size();
-        } else {
-          std::copy(buf_.begin() + at, buf_.begin() + at + t.numel, grads.begin() + t.offset);
-          at += static_cast<std::size_t>(t.numel);
-        }
-      }
-      if (g_.dp > 1) saved_bytes_ = static_cast<double>(grads.size() - buf_.size()) * sizeof(float);
-    }
-    if (dense_grad_) {
-      buf_.clear();
-      for (const auto& L : locals_)
-        if (!L.dense_path) buf_.insert(buf_.end(), L.gdense.begin(), L.gdense.end());
-      // error feedback keeps one residual shaped like the gradient buffer: this second
-      // buffer goes over plain MPI then (it only ranks candidates for growth)
-      if (can_pack) dp.allreduce(std::span<float>(buf_));
-      else MPI_Allreduce(MPI_IN_PLACE, buf_.data(), static_cast<int>(buf_.size()), MPI_FLOAT, MPI_SUM, dp_mpi_);
-      std::size_t at = 0;
-      for (auto& L : locals_)
-        if (!L.dense_path) {
-          std::copy(buf_.begin() + at, buf_.begin() + at + L.gdense.size(), L.gdense.begin());
-          at += L.gdense.size();
-        }
-    }
-  }
+  // The sparse layers' gradients for the DP reduction (dp_reduce.hpp), valid from
+  // begin_step() to end_step(): packed active values, and on topology-update steps of
+  // gradient-growth rules the dense gradients the growth rule reads.
+  std::span<const packed_grad> packed_grads() const { return packed_; }
+  std::span<const std::span<float>> growth_grads() const { return growth_; }
 
   // After the optimizer: count this step's FLOPs (with the masks it ran with), update the
   // topology on update steps, check the invariants. Collective (MPI_COMM_WORLD).
@@ -336,7 +243,6 @@ class sparse_trainer final : public block_ops {
   // ---- reporting ---------------------------------------------------------------------------
   const msparse::step_flops& step_flops() const { return last_; }
   const msparse::step_flops& total_flops() const { return flops_.total(); }
-  double saved_bytes() const { return saved_bytes_; }  // this rank, this step
   bool updated() const { return updated_; }
   // Overall density of the sparse weights (whole model, all stages and shards).
   double density() const { return density_; }
@@ -355,125 +261,19 @@ class sparse_trainer final : public block_ops {
   std::uint64_t checksum() const { return checksum_; }  // XOR over ranks of the DP-replica-0 masks
   int failures() const { return failures_; }
 
-  // ---- checkpoints: PREFIX.sparse.rank<r>, written atomically, verified before use --------
-  // The checkpoint file of this rank's sparsity state (masks, schedule, FLOP totals; the RNG
-  // is (seed, step)), with a trailing checksum. Empty when not sparse.
-  std::vector<char> to_bytes() const {
-    if (!active()) return {};
-    msparse::byte_writer w;
-    for (char ch : std::string("GPTSPAR1")) w.put(ch);
-    const auto t = topo_.to_bytes();
-    w.put_array(t);
-    flops_.save(w);
-    auto b = w.take();
-    const std::uint64_t sum = detail::fnv1a(reinterpret_cast<const char*>(b.data()), b.size());
-    const auto* p = reinterpret_cast<const std::uint8_t*>(&sum);
-    b.insert(b.end(), p, p + 8);
-    return std::vector<char>(reinterpret_cast<const char*>(b.data()), reinterpret_cast<const char*>(b.data()) + b.size());
-  }
-  // Verifies such a file into scratch (throws with `path` and the reason); commit_loaded()
-  // applies it.
-  void load_bytes(const std::vector<char>& bytes, const std::string& path) {
-    if (!active()) return;
-    msparse::flop_counter fc = flops_;
-    pending_topo_ = parse(bytes, path, fc);
-    pending_flops_ = std::move(fc);
-    pending_ = true;
-  }
-  // --reshard to another DP and PP size (the same TP size): files[s] (at paths[s]) is the
-  // sparsity file of old pipeline stage s for this rank's TP shard. Each block layer's mask
-  // is the one of the old stage that held the layer (a pure function of the global layer
-  // index and the TP shard, so it is this place's mask on the new grid too); the schedule,
-  // seed and rule are the configuration's, the FLOP totals are global. Into scratch, like
-  // load_bytes; commit_loaded() applies it.
-  void load_resharded(const std::vector<const std::vector<char>*>& files, const std::vector<std::string>& paths) {
-    if (!active()) return;
-    msparse::flop_counter fc = flops_;
-    std::vector<msparse::sparse_topology> old;
-    for (std::size_t k = 0; k < files.size(); ++k) {
-      msparse::flop_counter f = flops_;
-      old.push_back(parse(*files[k], paths[k], f));
-      if (k == 0) fc = std::move(f);
-    }
-    const std::size_t n = topo_.size();
-    std::vector<const msparse::mask*> masks(n);
-    std::int64_t last = old.empty() ? 0 : old[0].last_step();
-    for (std::size_t i = 0; i < n; ++i) {
-      masks[i] = &topo_.mask_of(i);  // not a block layer of this stage: full, as after setup
-      bool found = false;
-      for (const auto& o : old)
-        if (o.layer(i).sparse) {
-          masks[i] = &o.mask_of(i);
-          found = true;
-          break;
-        }
-      if (topo_.layer(i).sparse && !found)
-        hcomm::fail(hcomm::errc::mismatch, "sparsity: layer " + topo_.layer(i).name + " is sparse in no file of the set");
-    }
-    for (const auto& o : old)
-      if (o.last_step() != last) hcomm::fail(hcomm::errc::mismatch, "sparsity: the set's stages were updated at different steps");
-    // this place's topology record (layer flags, schedule, rule, seed, TP shard) with the
-    // old stages' masks and last update step: [header, step, tp parts, index, axes][masks][checksum]
-    auto b = topo_.to_bytes();
-    std::size_t mask_bytes = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      msparse::byte_writer w;
-      topo_.mask_of(i).save(w);
-      mask_bytes += w.bytes().size();
-    }
-    const std::size_t head = b.size() - mask_bytes - 8;
-    const std::size_t step_at = head - (8 + 8 + 8 + n * sizeof(msparse::shard_axis)) - 8;
-    b.resize(head);
-    std::memcpy(b.data() + step_at, &last, 8);
-    msparse::byte_writer w;
-    std::uint64_t h = 0x5EED5EED5EED5EEDull;  // sparse_topology::checksum()
-    for (std::size_t i = 0; i < n; ++i) {
-      masks[i]->save(w);
-      h = msparse::splitmix64(h ^ masks[i]->checksum());
-    }
-    w.put<std::uint64_t>(h);
-    const auto& tail = w.bytes();
-    b.insert(b.end(), tail.begin(), tail.end());
-    auto topo = msparse::sparse_topology::from_bytes(b);
-    if (topo.checksum() != h || topo.last_step() != last)
-      hcomm::fail(hcomm::errc::mismatch, "sparsity: re-cut topology record is inconsistent");
-    pending_topo_ = std::move(topo);
-    pending_flops_ = std::move(fc);
-    pending_ = true;
-  }
-  // A sparsity file verified and decoded (throws with `path` and the reason): its topology,
-  // and its FLOP totals into `fc`.
-  msparse::sparse_topology parse(const std::vector<char>& bytes, const std::string& path, msparse::flop_counter& fc) const {
-    const std::vector<std::uint8_t> b(bytes.begin(), bytes.end());
-    if (b.size() < 16 || std::string(b.begin(), b.begin() + 8) != "GPTSPAR1")
-      hcomm::fail(hcomm::errc::foreign_frame, path + " is not a train_gpt sparsity checkpoint");
-    std::uint64_t sum;
-    std::memcpy(&sum, b.data() + b.size() - 8, 8);
-    if (sum != detail::fnv1a(reinterpret_cast<const char*>(b.data()), b.size() - 8))
-      hcomm::fail(hcomm::errc::corrupt_frame, path + ": checksum mismatch (corrupt or truncated)");
-    msparse::byte_reader r(b.data() + 8, b.size() - 16);
-    const auto tb = r.get_array<std::uint8_t>();
-    auto topo = msparse::sparse_topology::from_bytes(tb);
-    if (topo.size() != topo_.size() || !(topo.sched() == topo_.sched()) || topo.seed() != topo_.seed())
-      hcomm::fail(hcomm::errc::mismatch, path + " was written by another sparsity configuration");
-    for (std::size_t i = 0; i < topo.size(); ++i)
-      if (topo.mask_of(i).rows() != topo_.mask_of(i).rows() || topo.mask_of(i).cols() != topo_.mask_of(i).cols())
-        hcomm::fail(hcomm::errc::mismatch, path + ": mask shapes differ");
-    fc.load(r);
-    return topo;
-  }
-  // After the parameters were loaded: masks, sparse formats, FLOP totals. A dense run's
-  // cumulative FLOPs are recounted (every step is the same).
-  void commit_loaded(std::int64_t step) {
+  // ---- state, for checkpoints (checkpoint.hpp) --------------------------------------------
+  const msparse::flop_counter& flops() const { return flops_; }
+  // After the parameters were loaded at `step`: a saved topology and FLOP totals (sparse), or
+  // for a dense run the cumulative FLOPs recounted (every step is the same).
+  void restore(std::int64_t step, std::optional<sparse_state> saved) {
     step_ = step;
     if (!active()) {
       for (std::int64_t s = 0; s < step; ++s) flops_.step(densities_, 1.0, false);
       return;
     }
-    if (!pending_) return;
-    topo_ = std::move(pending_topo_);
-    flops_ = std::move(pending_flops_);
-    pending_ = false;
+    if (!saved) return;
+    topo_ = std::move(saved->topology);
+    flops_ = std::move(saved->flops);
     rebuild();
     global_densities();
   }
@@ -696,15 +496,13 @@ class sparse_trainer final : public block_ops {
   std::vector<int> slot_;
   std::vector<double> densities_, exec_densities_;
   std::vector<float> buf_, attn_ws_;
-  double density_ = 1.0, saved_bytes_ = 0;
+  double density_ = 1.0;
   std::uint64_t checksum_ = 0;
   std::int64_t step_ = 0;
   bool dense_grad_ = false, sparse_attn_ = false, updated_ = false;
   int failures_ = 0;
-  MPI_Comm dp_mpi_ = MPI_COMM_NULL;  // not freed: lives until MPI_Finalize
-  msparse::sparse_topology pending_topo_;
-  msparse::flop_counter pending_flops_;
-  bool pending_ = false;
+  std::vector<packed_grad> packed_;
+  std::vector<std::span<float>> growth_;
 };
 
 }  // namespace gpt

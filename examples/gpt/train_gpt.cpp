@@ -5,28 +5,19 @@
 #include <mpi.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <functional>
-#include <map>
-#include <type_traits>
 #include <string>
-#include <vector>
 
 #include "cli.hpp"
 #include "collective.hpp"
-#include "config.hpp"
+#include "hcomm/comm/bundle.hpp"
+#include "hcomm/comm/registry.hpp"
 #include "hcomm/comm/threads.hpp"
+#include "hcomm/topology/grid.hpp"
+#include "losses.hpp"
 #include "plain_comm.hpp"
 #include "trainer.hpp"
-
-#if __has_include("hcomm/comm/bundle.hpp")
-#include "hcomm/comm/bundle.hpp"
-#define GPT_HAVE_HCOMM 1
-#else
-#define GPT_HAVE_HCOMM 0
-#endif
 
 namespace {
 
@@ -34,74 +25,52 @@ using gpt::cli;
 
 [[noreturn]] void bad(const std::string& m) { hcomm::fail(hcomm::errc::invalid_argument, m); }
 
-template <class Grid, class Bundle>
-int run_with(const cli& c) {
-  Grid grid(c.dp, c.pp, c.tp);
-#if GPT_HAVE_HCOMM
-  if constexpr (std::is_constructible_v<Bundle, const Grid&, const hcomm::comm_options&>) {
-    hcomm::comm_options opt;
-    if (c.run.compress_min_bytes >= 0) opt.threshold_bytes = static_cast<std::size_t>(c.run.compress_min_bytes);
-    opt.idle_sleep_us = c.run.idle_sleep_us;
-    Bundle comm(grid, opt);
-    gpt::trainer<Grid, Bundle> t(c.cfg, c.run, grid, comm);
-    return t.run();
-  }
-#endif
-  Bundle comm(grid);
-  gpt::trainer<Grid, Bundle> t(c.cfg, c.run, grid, comm);
+// --scheme: hcomm's registered schemes (hcomm/comm/registry.hpp, each an instantiation of the
+// trainer over hcomm::bundle<Scheme>), or `plain` (plain_comm.hpp).
+void check_scheme(const std::string& s) {
+  if (s == "plain" || hcomm::has_scheme(s, hcomm::default_schemes{})) return;
+  const std::string name = s.substr(0, s.find(':'));
+  if (name != "none" && name != "naive" && name != "mzhybrid" && name != "zhybrid")
+    bad("--scheme '" + s + "' is not one of none, naive:R, mzhybrid:R, zhybrid:R1,R2");
+  std::string known;
+  for (const auto& k : hcomm::scheme_names()) known += " " + k;
+  hcomm::fail(hcomm::errc::unsupported, "--scheme " + s + " is not instantiated in train_gpt; available:" + known +
+                                            " plain (hcomm::default_schemes in hcomm/comm/registry.hpp lists them)");
+}
+
+template <class Bundle>
+gpt::run_result train(const cli& c, const hcomm::grid& grid, Bundle& comm) {
+  gpt::trainer<Bundle> t(c.cfg, c.run, grid, comm);
   return t.run();
 }
 
-// --scheme -> a trainer instantiated for that communication scheme. The scheme is a
-// compile-time parameter of hcomm::bundle, so the rates offered are a fixed table.
-using runner = int (*)(const cli&);
-std::map<std::string, runner> schemes() {
-  std::map<std::string, runner> m;
-  m["plain"] = &run_with<gpt::plain::grid, gpt::plain::bundle>;  // uncompressed MPI without hcomm
-#if GPT_HAVE_HCOMM
-  namespace hs = hcomm::scheme;
-  m["none"] = &run_with<hcomm::grid, hcomm::bundle<hs::none>>;
-  m["naive:4"] = &run_with<hcomm::grid, hcomm::bundle<hs::naive<4>>>;
-  m["naive:8"] = &run_with<hcomm::grid, hcomm::bundle<hs::naive<8>>>;
-  m["naive:16"] = &run_with<hcomm::grid, hcomm::bundle<hs::naive<16>>>;
-  m["mzhybrid:4"] = &run_with<hcomm::grid, hcomm::bundle<hs::mzhybrid<4>>>;
-  m["mzhybrid:8"] = &run_with<hcomm::grid, hcomm::bundle<hs::mzhybrid<8>>>;
-  m["mzhybrid:16"] = &run_with<hcomm::grid, hcomm::bundle<hs::mzhybrid<16>>>;
-  m["zhybrid:16,4"] = &run_with<hcomm::grid, hcomm::bundle<hs::zhybrid<16, 4>>>;
-  m["zhybrid:16,8"] = &run_with<hcomm::grid, hcomm::bundle<hs::zhybrid<16, 8>>>;
-  m["zhybrid:24,8"] = &run_with<hcomm::grid, hcomm::bundle<hs::zhybrid<24, 8>>>;
-  // with error feedback on the DP gradients (not in the paper; its residual is checkpointed)
-  m["mzhybrid:4+ef"] = &run_with<hcomm::grid, hcomm::bundle<hs::with_error_feedback<hs::mzhybrid<4>>>>;
-  m["zhybrid:16,4+ef"] = &run_with<hcomm::grid, hcomm::bundle<hs::with_error_feedback<hs::zhybrid<16, 4>>>>;
-#else
-  m["none"] = &run_with<gpt::plain::grid, gpt::plain::bundle>;
-#endif
-  return m;
+gpt::run_result run_scheme(const cli& c) {
+  hcomm::grid grid(c.dp, c.pp, c.tp);
+  if (c.run.scheme == "plain") {
+    gpt::plain_bundle comm(grid);
+    return train(c, grid, comm);
+  }
+  hcomm::comm_options opt;
+  if (c.run.compress_min_bytes >= 0) opt.threshold_bytes = static_cast<std::size_t>(c.run.compress_min_bytes);
+  opt.idle_sleep_us = c.run.idle_sleep_us;
+  return hcomm::dispatch_scheme(c.run.scheme, [&]<class Scheme>() {
+    hcomm::bundle<Scheme> comm(grid, opt);
+    return train(c, grid, comm);
+  });
 }
 
-runner pick_scheme(const std::string& s) {
-  const auto table = schemes();
-  if (auto it = table.find(s); it != table.end()) return it->second;
-  const auto colon = s.find(':');
-  const std::string name = s.substr(0, colon);
-  std::string known;
-  for (const auto& [k, v] : table) known += " " + k;
-  if (name != "none" && name != "naive" && name != "mzhybrid" && name != "zhybrid" && name != "plain")
-    bad("--scheme '" + s + "' is not one of none, naive:R, mzhybrid:R, zhybrid:R1,R2");
-  if (!GPT_HAVE_HCOMM)
-    hcomm::fail(hcomm::errc::unsupported,
-                "--scheme " + s + ": compressed schemes need hcomm::bundle (include/hcomm/comm/bundle.hpp), which this "
-                "build does not have; available:" + known);
-  hcomm::fail(hcomm::errc::unsupported, "--scheme " + s + " is not instantiated in train_gpt; available:" + known +
-                                            " (add a line to schemes() in examples/gpt/train_gpt.cpp)");
+// --losses-out and --expect-losses (losses.hpp), on rank 0: the curve the tests compare.
+int finish_losses(const gpt::run_options& o, const gpt::loss_curve& c) {
+  if (!o.losses_out.empty()) gpt::write_losses(o.losses_out, c);
+  return o.expect_losses.empty() ? 0 : gpt::expect_losses(o.expect_losses, c, o.expect_rtol);
 }
 
 // Local checks of the command line and the data file, before any rank communicates. Returns
 // 0 (go on), 1 (--help printed: exit 0) or 2 (bad argument: `why` says what, in one line).
-int check_arguments(int argc, char** argv, cli& c, runner& run, std::string& why, std::string& help) {
+int check_arguments(int argc, char** argv, cli& c, std::string& why, std::string& help) {
   try {
     c = gpt::parse_cli(argc, argv, &help);
-    run = pick_scheme(c.run.scheme);
+    check_scheme(c.run.scheme);
     gpt::check_cli(c);
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
@@ -135,9 +104,8 @@ int main(int argc, char** argv) {
   // 1. Arguments: every rank parses the same command line; the verdict is agreed anyway (a
   //    file may look different from another node) and printed once, by the lowest failing rank.
   cli c;
-  runner run = nullptr;
   std::string why, help;
-  int verdict = check_arguments(argc, argv, c, run, why, help);
+  int verdict = check_arguments(argc, argv, c, why, help);
   int worst = verdict;
   MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (worst == 1 && rank == 0) std::fputs(help.c_str(), stdout);
@@ -165,7 +133,8 @@ int main(int argc, char** argv) {
     openblas_set_num_threads(threads);
     if (rank == 0 && !c.run.quiet)
       std::printf("train_gpt: %d threads per rank (%s)\n", threads, hcomm::exec::threads_source().c_str());
-    rc = run(c);
+    const gpt::run_result r = run_scheme(c);
+    rc = std::max(r.rc, rank == 0 ? finish_losses(c.run, r.losses) : 0);
   } catch (const gpt::stopped& e) {
     if (rank == 0 && !e.message.empty()) std::fprintf(stderr, "train_gpt: %s\n", e.what());
     rc = e.code;

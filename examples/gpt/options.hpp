@@ -1,0 +1,81 @@
+// examples/gpt/options.hpp: the run's options beside the model configuration (config.hpp):
+// data, scheme, output files, checkpoints, fault handling, and the sparse-training options.
+//
+//   gpt::run_options o;                     // cli.hpp fills it from the command line
+//   o.sparsity.method = "mst";
+//   std::string f = o.sparsity.describe(cfg.steps);   // part of the checkpoint fingerprint
+//
+// Plain values with their defaults; the command line (cli.hpp) range-checks them.
+#pragma once
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace gpt {
+
+// --sparsity and its schedule (msparse::sparsity_options, built in sparsity.hpp).
+struct sparsity_config {
+  std::string method = "dense";      // dense | static | set | rigl | mst
+  double sparsity = 0.9;             // static / set / rigl: constant overall sparsity
+  // mst schedule (msparse::mst_options): warm-up and ultra-sparse shares of the steps, the
+  // sparsities at the phase boundaries, the stages of warm-up and restoration. The defaults
+  // are the schedule chosen with bench/msparse/mst_experiment.sh (bench/RESULTS.md).
+  double warmup_frac = 0.15, ultra_frac = 0.6;
+  double initial_sparsity = 0.0, warmup_sparsity = 0.8, ultra_sparsity = 0.9, final_sparsity = 0.85;
+  int warmup_stages = 4, restore_stages = 3;
+  int update_interval = 0;           // dT; 0: max(1, steps / 20)
+  double zeta = 0.3;
+  int growth_ratio = 3;              // mst: r, r/(r+1) of the grown by gradient
+  double hsa_frac = 0.5;             // mst: sparse attention for this share of steps (< 0: warm-up)
+  std::string hsa_pattern = "local_strided";  // local | strided | local_strided | fixed | dense
+  int hsa_stride = 0;                // 0: max(1, T / 8)
+  int hsa_block = 0;                 // 0: the stride
+  std::string distribution = "erk";  // erk | uniform
+  int seed = -1;                     // -1: the model seed
+  bool packed_dp = true;             // sparsity-aware DP all-reduce
+  // A sparse layer whose mask density is >= this runs dense sgemm on its masked weight (the
+  // zeros at inactive positions make it the same product) and keeps only the active
+  // positions of the weight gradient; its FLOPs are counted dense. 0.5: about where the
+  // sparse kernels stop beating sgemm at C = 128 (bench/msparse/RESULTS-mst.md); > 1: never.
+  double dense_above = 0.5;
+
+  bool sparse() const { return method != "dense"; }
+  int interval_for(int steps) const { return update_interval > 0 ? update_interval : std::max(1, steps / 20); }
+  // Everything that shapes the training: part of the checkpoint fingerprint.
+  std::string describe(int steps) const {
+    if (!sparse()) return "sparsity dense";
+    char b[512];
+    std::snprintf(b, sizeof b,
+                  "sparsity %s s%g mst %g,%g %g,%g,%g,%g %d,%d dT%d zeta%g r%d hsa %g %s %d %d dist %s seed %d",
+                  method.c_str(), sparsity, warmup_frac, ultra_frac, initial_sparsity, warmup_sparsity, ultra_sparsity,
+                  final_sparsity, warmup_stages, restore_stages, interval_for(steps), zeta, growth_ratio, hsa_frac,
+                  hsa_pattern.c_str(), hsa_stride, hsa_block, distribution.c_str(), seed);
+    return b;
+  }
+};
+
+struct run_options {
+  std::string data = "data/kjv.txt";
+  std::string scheme = "none";
+  std::string metrics;        // JSON lines file (rank 0)
+  std::string losses_out;     // "step loss" lines, %.17g (rank 0)
+  std::string expect_losses;  // compare with such a file at the end; non-zero exit on mismatch
+  double expect_rtol = 1e-5;
+  std::string save, resume;   // checkpoint directories
+  long long compress_min_bytes = -1;  // hcomm: messages below this go uncompressed (-1: hcomm's default)
+  int idle_sleep_us = -1;              // hcomm: comm_options::idle_sleep_us (-1: auto, 0: MPI_Wait)
+  int save_every = 0;         // also save every k steps (0: only at the end / stop)
+  int stop_at = -1;           // stop (and save) before this step, as if interrupted
+  int keep = 1;               // complete checkpoint sets kept in the --save directory
+  std::string on_save_error = "stop";  // a failed save: stop | continue (training goes on)
+  double comm_timeout = 0;    // watchdog seconds (0: off)
+  bool skip_nonfinite = false;  // NaN/Inf loss or gradient norm: skip the update (else stop)
+  bool reshard = false;       // --resume a set of another grid, re-cut for this one
+  bool reshard_reset_residuals = false;  // ... and drop its error-feedback residuals
+  int sample = 64;            // bytes of text to sample at the end (0: none)
+  std::string prompt = "And God said";
+  bool quiet = false;
+  sparsity_config sparsity;   // --sparsity and its schedule options
+};
+
+}  // namespace gpt
