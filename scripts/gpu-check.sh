@@ -57,7 +57,7 @@ while [ $# -gt 0 ]; do
     --no-build) BUILD=0 ;;
     --dry-run) DRY=1 ;;
     --kit) KIT=$(realpath -m "$2"); shift ;;
-    -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
     *) echo "gpu-check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -207,7 +207,9 @@ if [ $PREPARE = 1 ]; then
     [ $rc -eq 77 ] && [ $BUILD = 0 ] && { echo "SKIPPED: no Debian Open MPI to pack"; exit 77; }
     exit 1
   fi
-  git -C "$SRC" rev-parse HEAD >"$KIT/commit" 2>/dev/null || echo unknown >"$KIT/commit"
+  { git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown; } | tr -d '\n' >"$KIT/commit"
+  [ -n "$(git -C "$SRC" status --porcelain --untracked-files=no 2>/dev/null)" ] && printf -- '-dirty' >>"$KIT/commit"
+  echo >>"$KIT/commit"
   {
     echo "# newest symbol versions the kit's files need from the GPU machine (scripts/gpu-check.sh)"
     requirements "$KIT"/bin/* "$KIT"/lib/*.so* "$KIT"/lib/host/* | sed 's/^/core /'
@@ -378,7 +380,8 @@ for so in $SMOKE_SONAMES; do
     LIB_NOTES="$LIB_NOTES$so NOT FOUND; "
   fi
 done
-KIT_CUDART=$(ls "$KIT/lib" 2>/dev/null | grep -m1 libcudart || true)
+KIT_CUDART=""
+for f in "$KIT"/lib/libcudart*; do [ -e "$f" ] && KIT_CUDART=$(basename "$f") && break; done
 LIBPATH=$KIT/mpi/lib
 if [ -n "$KIT_CUDART" ] && ! sys_lib "$KIT_CUDART" >/dev/null; then
   LIBPATH=$LIBPATH:$KIT/lib

@@ -91,7 +91,7 @@ int versions_and_device() {
   int drv = 0, rt = 0;
   cudaRuntimeGetVersion(&rt);
   const cudaError_t de = cudaDriverGetVersion(&drv);
-  char buf[160];
+  char buf[512];
   std::snprintf(buf, sizeof buf, "driver %d.%d, runtime %d.%d (%s)", drv / 1000, (drv % 1000) / 10, rt / 1000,
                 (rt % 1000) / 10, origin(dlsym(RTLD_DEFAULT, "cudaRuntimeGetVersion")).c_str());
   int count = 0;
@@ -245,7 +245,7 @@ void nccl_check() {
 }
 
 // Shared objects mapped into process `pid`, one line each ("WHO PATH"), into `out`.
-void list_libs(std::FILE* out, const char* who, const std::string& pid) {
+[[maybe_unused]] void list_libs(std::FILE* out, const char* who, const std::string& pid) {
   std::ifstream maps("/proc/" + pid + "/maps");
   std::set<std::string> seen;
   for (std::string line; std::getline(maps, line);) {
@@ -277,9 +277,9 @@ int main(int argc, char** argv) {
     }
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  int rank = 0, size = 1;
   if (mpi) {
 #if HCOMM_SMOKE_MPI
+    int rank = 0, size = 1;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
