@@ -1,83 +1,254 @@
 #!/usr/bin/env bash
 # GPU check in two halves, so that a short GPU lease is spent on running, not building.
 #
-#   scripts/gpu-check.sh --prepare [--kit DIR]   # here (no GPU needed): build the CUDA test
-#                                                # binaries and pack them with the runtime
-#                                                # pieces a bare GPU machine lacks into DIR
-#                                                # (default build-gpu/kit, under 64 MiB)
-#   scripts/gpu-check.sh [--kit DIR]             # on the GPU machine: run the kit, at most
-#                                                # BUDGET_S seconds (default 290), results in
-#                                                # $OUT (default DIR/out)
+#   scripts/gpu-check.sh --prepare [--no-build] [--kit DIR]
+#       here (no GPU needed): build core_test_cuda, core_cuda_throughput and core_gpu_smoke
+#       (sm_80 and sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
+#       (default build-gpu/kit, git-ignored, at most 64 MiB: fails if over). --no-build packs
+#       what $BUILD_DIR (default build-gpu) already holds.
+#   scripts/gpu-check.sh [--kit DIR]
+#       on the GPU machine: run the kit, at most BUDGET_S seconds (default 290); $OUT (default
+#       DIR/../kit-out) receives summary.md, gpu-check.log and gpu-check-logs.tar.gz, nothing else.
+#   scripts/gpu-check.sh --dry-run [--kit DIR]     (may follow --prepare in one call)
+#       here, without a GPU: every step but the GPU ones. The carried mpirun starts 2 ranks of
+#       core_gpu_smoke --no-gpu in an environment that cannot see the system's MPI, and the
+#       shared objects the ranks and the launcher map are checked to come from the kit.
+#       ctest runs this as gpu_kit_dry_run (labels cuda, gpu-kit; about 10 s, skips with 77
+#       where Debian's Open MPI is not installed). By hand:
+#         bash scripts/gpu-check.sh --prepare && bash scripts/gpu-check.sh --dry-run
+#
+# The kit: bin/ (the three programs, stripped), lib/ (the CUDA runtime they were linked
+# against, used only where the machine lacks it), mpi/ (Debian 12's Open MPI 4.1 runtime:
+# mpirun (orterun), orted, ompi_info, libmpi and every library it, the launcher and the
+# plugins need beyond glibc/libstdc++/libgcc, the MCA plugins (mpi/lib/openmpi), PMIx's
+# plugins (mpi/lib/pmix), the help files (mpi/share), mpi/etc/openmpi-mca-params.conf and
+# mpi/env.sh, which relocates it: OPAL_PREFIX and the OPAL_*DIR, PMIX_*DIR variables,
+# HWLOC_PLUGINS_PATH, PATH, LD_LIBRARY_PATH), requirements.txt (the newest GLIBC_, GLIBCXX_,
+# CXXABI_ and GCC_ symbol versions the kit's files need), MANIFEST, commit.
 #
 # The run goes in stages, in priority order, each under what is left of the budget:
-#   1 smoke       nvidia-smi; the team collectives on the GPU; a 1 MiB round trip of every codec
-#   2 correctness core_test_cuda: executor members, team kernels, streams and events, every
-#                 registered codec giving the host's frame bytes
-#   3 throughput  core_cuda_throughput at THROUGHPUT_MIB (256) for THROUGHPUT_DTYPES (f32 f64)
-# then one table ($OUT/summary.md: stage, result, seconds, and the throughput figures) and one
-# tarball of every log ($OUT/gpu-check-logs.tar.gz). The kit needs only the CUDA driver and
-# the C++ runtime on the GPU machine: no MPI, Catch2 (built in) or libzfp.
+#   1 smoke (at most SMOKE_S=60 s in all)
+#     smoke-env    driver (nvidia-smi), toolkit (nvcc), glibc and libstdc++ new enough for
+#                  the kit (requirements.txt), NCCL and cuBLAS found
+#     smoke-gpu    core_gpu_smoke: versions, device, a context and a kernel, a cuBLAS sgemm,
+#                  a 1-rank NCCL all-reduce
+#     smoke-mpi    the kit's mpirun starts 2 ranks of core_gpu_smoke sharing the GPU (each
+#                  repeats the GPU checks; MPI_Allreduce of the ranks), in an environment
+#                  of the kit alone (env -i); the ranks' and the launcher's MPI libraries
+#                  must come from the kit
+#     smoke-collectives, smoke-roundtrip: the team collectives on the GPU; a 1 MiB round
+#                  trip of every codec (if these or the GPU context fail, the rest is skipped)
+#   2 correctness  core_test_cuda: executor members, team kernels, streams and events, every
+#                  registered codec giving the host's frame bytes
+#   3 throughput   core_cuda_throughput at THROUGHPUT_MIB (256) for THROUGHPUT_DTYPES (f32 f64)
+# then one table (summary.md: stage, result, seconds, and the throughput figures), printed
+# last, and one tarball of every log.
 #
-# Exit status: 0 all stages passed; 1 a stage failed; 77 no usable GPU (nothing was run).
+# Exit status: 0 all stages passed; 1 a stage failed; 77 no usable GPU (nothing was run) or,
+# with --no-build/--dry-run, no Debian Open MPI to pack.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 SRC=$PWD
 KIT=$SRC/build-gpu/kit
-MODE=run
+PREPARE=0 BUILD=1 DRY=0
 while [ $# -gt 0 ]; do
   case $1 in
-    --prepare) MODE=prepare ;;
+    --prepare) PREPARE=1 ;;
+    --no-build) BUILD=0 ;;
+    --dry-run) DRY=1 ;;
     --kit) KIT=$(realpath -m "$2"); shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
     *) echo "gpu-check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
+RUN=$([ $PREPARE = 0 ] || [ $DRY = 1 ] && echo 1 || echo 0)
+
+# Libraries every target machine has (glibc, the compiler's runtime): never carried; their
+# symbol versions go into requirements.txt instead.
+BASE_LIBS='^(linux-vdso|linux-gate|ld-linux|libc\.so|libm\.so|libpthread|libdl\.so|librt\.so|libutil\.so|libresolv|libgcc_s|libstdc\+\+|libatomic\.so)'
+# The Open MPI runtime's own libraries and what they need beyond BASE_LIBS: carried. An MCA
+# plugin needing anything else (UCX, libfabric, verbs, PSM, libnl, liboshmem, ...) is left
+# out (mpi/DROPPED says why): 2 ranks on one machine need self, vader (shared memory), tcp.
+MPI_LIBS='^(libmpi\.so|libopen-(pal|rte)\.so|libpmix\.so|libhwloc\.so|libevent_(core|pthreads)-|libmunge\.so|libudev\.so|libz\.so|libmca_common_(sm|ompio|monitoring)\.so)'
 
 # --- prepare: build here, pack the kit ------------------------------------------------------------
-if [ "$MODE" = prepare ]; then
-  BUILD=${BUILD_DIR:-$SRC/build-gpu}
-  NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-  [ -x "$NVCC" ] || { echo "gpu-check: no nvcc (set CUDACXX)" >&2; exit 1; }
-  echo "gpu-check: configure $BUILD (CUDA architectures ${CUDA_ARCHS:-80;90})"
-  mkdir -p "$BUILD"
-  cmake -S "$SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
-        -DHCOMM_ENABLE_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHS:-80;90}" -DHCOMM_BUILD_TESTS=ON \
-        -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=OFF -DHCOMM_BUILD_TOOLS=OFF \
-        -DHCOMM_TEST_AREAS=core >"$BUILD/kit-configure.log" 2>&1 || { tail -30 "$BUILD/kit-configure.log"; exit 1; }
-  echo "gpu-check: build core_test_cuda core_cuda_throughput"
-  cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" --target core_test_cuda core_cuda_throughput \
-        >"$BUILD/kit-build.log" 2>&1 || { grep -E "error|FAILED" "$BUILD/kit-build.log" | head -30; exit 1; }
+# pack_mpi DIR: Debian's Open MPI runtime into DIR, relocatable. 77: none to pack.
+pack_mpi() {
+  local M=$1 ma root="" tmp
+  ma=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+  local L=/usr/lib/$ma
+  if ! dpkg -s libopenmpi3 openmpi-bin libpmix2 >/dev/null 2>&1 || [ -n "${MPI_FROM_DEBS:-}" ]; then
+    # Not installed: the packages' files, unpacked into a temporary root.
+    tmp=$(mktemp -d)
+    root=$tmp/root
+    echo "gpu-check: Open MPI not installed: apt-get download into $tmp"
+    (cd "$tmp" && apt-get download libopenmpi3 openmpi-bin openmpi-common libpmix2 libhwloc15 \
+       libevent-core-2.1-7 libevent-pthreads-2.1-7 libmunge2 >"$tmp/download.log" 2>&1) ||
+      { tail -5 "$tmp/download.log"; echo "gpu-check: no Debian Open MPI to pack (neither installed nor downloadable)" >&2; return 77; }
+    for d in "$tmp"/*.deb; do dpkg -x "$d" "$root"; done
+  fi
+  local R=$root$L
+  [ -e "$R/libmpi.so.40" ] && [ -e "$root/usr/bin/orterun" ] ||
+    { echo "gpu-check: no Open MPI 4.1 (libmpi.so.40, orterun) under ${root:-/}usr" >&2; return 77; }
+  local resolve=$R:$R/openmpi/lib:$R/pmix2/lib:$root/lib/$ma
+  rm -rf "$M"
+  mkdir -p "$M/bin" "$M/lib/openmpi" "$M/lib/pmix" "$M/lib/hwloc" "$M/share/openmpi" "$M/share/pmix" "$M/etc"
+  cp -L "$root/usr/bin/orterun" "$M/bin/mpirun"
+  cp -L "$root/usr/bin/orterun" "$root/usr/bin/orted" "$root/usr/bin/ompi_info" "$M/bin/"
+  : >"$M/DROPPED"
+  # deps FILE: "name path" of every library FILE needs (transitively), as ldd resolves it.
+  deps() {
+    LD_LIBRARY_PATH=$resolve ldd "$1" 2>/dev/null |
+      awk '/=>/ {n = $1; sub(".*/", "", n); print n, $3} !/=>/ && NF > 1 {n = $1; sub(".*/", "", n); print n, $1}'
+  }
+  local f n p bad
+  for f in "$R"/openmpi/lib/openmpi3/mca_*.so; do
+    bad=$(deps "$f" | awk '{print $1 ($2=="not" ? "(not found)" : "")}' | grep -v -E "$BASE_LIBS|$MPI_LIBS" | tr '\n' ' ')
+    if [ -n "$bad" ]; then echo "$(basename "$f"): needs $bad" >>"$M/DROPPED"; continue; fi
+    cp -L "$f" "$M/lib/openmpi/"
+  done
+  cp -L "$R"/pmix2/lib/pmix/*.so "$M/lib/pmix/" 2>/dev/null
+  # Every library the launcher, libmpi and the kept plugins need, under its soname.
+  for f in "$M"/bin/* "$R/libmpi.so.40" "$M"/lib/openmpi/*.so "$M"/lib/pmix/*.so; do
+    deps "$f"
+  done | sort -u | while read -r n p; do
+    [[ $n =~ $BASE_LIBS ]] && continue
+    if [ "$p" = not ] || [ ! -e "$p" ]; then echo "gpu-check: $n not found (for the MPI runtime)" >&2; exit 1; fi
+    [ -e "$M/lib/$n" ] || cp -L "$p" "$M/lib/$n"
+  done || return 1
+  cp "$root"/usr/share/openmpi/help-*.txt "$M/share/openmpi/"
+  cp "$R"/pmix2/share/pmix/help-*.txt "$M/share/pmix/" 2>/dev/null
+  : >"$M/etc/openmpi-default-hostfile"
+  : >"$M/etc/pmix-mca-params.conf"
+  cat >"$M/etc/openmpi-mca-params.conf" <<'EOF'
+# scripts/gpu-check.sh's kit: one machine, 2 ranks, as root, no ssh, maybe no ptrace.
+plm = isolated
+btl = self,vader,tcp
+pml = ob1
+osc = ^pt2pt
+btl_base_warn_component_unused = 0
+btl_vader_single_copy_mechanism = none
+rmaps_base_oversubscribe = 1
+hwloc_base_binding_policy = none
+EOF
+  cat >"$M/env.sh" <<'EOF'
+# source this (bash): the kit's Open MPI runtime (Debian 12's 4.1.x), relocated to this folder.
+# OPAL_PREFIX moves prefix-relative paths; Debian's layout (lib/<multiarch>/openmpi/lib/openmpi3,
+# sysconfdir /etc/openmpi) needs the folders one by one, PMIx's (pmix2/) too.
+_hk=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+export OPAL_PREFIX=$_hk OPAL_EXEC_PREFIX=$_hk OPAL_BINDIR=$_hk/bin OPAL_SBINDIR=$_hk/bin OPAL_LIBEXECDIR=$_hk/bin
+export OPAL_LIBDIR=$_hk/lib OPAL_PKGLIBDIR=$_hk/lib/openmpi OPAL_INCLUDEDIR=$_hk/include OPAL_PKGINCLUDEDIR=$_hk/include
+export OPAL_DATAROOTDIR=$_hk/share OPAL_DATADIR=$_hk/share OPAL_PKGDATADIR=$_hk/share/openmpi OPAL_SYSCONFDIR=$_hk/etc
+export PMIX_PREFIX=$_hk PMIX_EXEC_PREFIX=$_hk PMIX_BINDIR=$_hk/bin PMIX_LIBDIR=$_hk/lib PMIX_PKGLIBDIR=$_hk/lib/pmix
+export PMIX_DATADIR=$_hk/share PMIX_PKGDATADIR=$_hk/share/pmix PMIX_SYSCONFDIR=$_hk/etc
+export HWLOC_PLUGINS_PATH=$_hk/lib/hwloc
+export PATH=$_hk/bin${PATH:+:$PATH} LD_LIBRARY_PATH=$_hk/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+unset _hk
+EOF
+  if [ -z "$root" ]; then
+    dpkg-query -W -f '${Package} ${Version}\n' libopenmpi3 openmpi-bin libpmix2 libhwloc15 >"$M/VERSIONS" 2>/dev/null
+  else
+    (cd "$tmp" && ls ./*.deb) >"$M/VERSIONS"
+    rm -rf "$tmp"
+  fi
+  return 0
+}
+
+# requirements FILE...: the newest GLIBC_/GLIBCXX_/CXXABI_/GCC_ version each family needs.
+requirements() {
+  local fam
+  for fam in GLIBC GLIBCXX CXXABI GCC; do
+    objdump -T "$@" 2>/dev/null | grep -o "[( ]${fam}_[0-9][0-9.]*" | sed "s/^.${fam}_//" | sort -V | tail -1 |
+      sed "s/^/$fam /"
+  done
+}
+
+if [ $PREPARE = 1 ]; then
+  BUILD_DIR=${BUILD_DIR:-$SRC/build-gpu}
+  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke"
+  if [ $BUILD = 1 ]; then
+    NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+    [ -x "$NVCC" ] || { echo "gpu-check: no nvcc (set CUDACXX)" >&2; exit 1; }
+    echo "gpu-check: configure $BUILD_DIR (CUDA architectures ${CUDA_ARCHS:-80;90})"
+    mkdir -p "$BUILD_DIR"
+    cmake -S "$SRC" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
+          -DHCOMM_ENABLE_CUDA=ON -DHCOMM_ENABLE_MPI=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHS:-80;90}" \
+          -DHCOMM_BUILD_TESTS=ON -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=OFF -DHCOMM_BUILD_TOOLS=OFF \
+          -DHCOMM_TEST_AREAS=core >"$BUILD_DIR/kit-configure.log" 2>&1 || { tail -30 "$BUILD_DIR/kit-configure.log"; exit 1; }
+    echo "gpu-check: build $PROGRAMS"
+    # shellcheck disable=SC2086
+    cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target $PROGRAMS \
+          >"$BUILD_DIR/kit-build.log" 2>&1 || { grep -E "error|FAILED" "$BUILD_DIR/kit-build.log" | head -30; exit 1; }
+  fi
   rm -rf "$KIT"
   mkdir -p "$KIT/bin" "$KIT/lib"
-  cp "$BUILD/tests/core/core_test_cuda" "$BUILD/tests/core/core_cuda_throughput" "$KIT/bin/"
-  # The CUDA runtime the binaries were linked against, used there only if the machine's
+  for p in $PROGRAMS; do
+    f=$BUILD_DIR/tests/core/$p
+    if [ -x "$f" ]; then
+      cp "$f" "$KIT/bin/" && strip --strip-unneeded "$KIT/bin/$p"
+    elif [ $BUILD = 1 ] || [ "$p" = core_gpu_smoke ]; then
+      echo "gpu-check: $f was not built" >&2; exit 1
+    fi
+  done
+  # The CUDA runtime the programs were linked against, used there only if the machine's
   # toolkit lacks that version.
-  for lib in $(ldd "$KIT/bin/core_test_cuda" | awk '/libcudart/ {print $3}'); do cp -L "$lib" "$KIT/lib/"; done
-  git -C "$SRC" rev-parse HEAD >"$KIT/commit" 2>/dev/null || echo unknown >"$KIT/commit"
-  du -sh "$KIT"
+  for lib in $(ldd "$KIT/bin/core_gpu_smoke" | awk '/libcudart/ {print $3}'); do cp -L "$lib" "$KIT/lib/"; done
+  # Other libraries the programs need beyond glibc/libstdc++/libgcc, the CUDA runtime and MPI
+  # (libgomp, say): in lib/host, used there only if the machine lacks one of them.
+  mkdir -p "$KIT/lib/host"
+  for f in "$KIT"/bin/*; do ldd "$f"; done | awk '/=>/ && $3 ~ /^\// {print $1, $3}' | sort -u | while read -r n p; do
+    [[ $n =~ $BASE_LIBS || $n =~ $MPI_LIBS || $n == libcudart* ]] || cp -L "$p" "$KIT/lib/host/$n"
+  done
+  pack_mpi "$KIT/mpi"
+  rc=$?
+  if [ $rc -ne 0 ]; then
+    [ $rc -eq 77 ] && [ $BUILD = 0 ] && { echo "SKIPPED: no Debian Open MPI to pack"; exit 77; }
+    exit 1
+  fi
+  { git -C "$SRC" rev-parse HEAD 2>/dev/null || echo unknown; } | tr -d '\n' >"$KIT/commit"
+  [ -n "$(git -C "$SRC" status --porcelain --untracked-files=no 2>/dev/null)" ] && printf -- '-dirty' >>"$KIT/commit"
+  echo >>"$KIT/commit"
+  {
+    echo "# newest symbol versions the kit's files need from the GPU machine (scripts/gpu-check.sh)"
+    requirements "$KIT"/bin/* "$KIT"/lib/*.so* "$KIT"/lib/host/* | sed 's/^/core /'
+    mapfile -t mpi_files < <(find "$KIT/mpi" -type f \( -name '*.so*' -o -path '*/bin/*' \))
+    requirements "${mpi_files[@]}" | sed 's/^/mpi /'
+  } >"$KIT/requirements.txt"
+  (cd "$KIT" && find . -type f ! -name MANIFEST -printf '%s\t%P\n' | sort -k2) >"$KIT/MANIFEST"
+  echo "gpu-check: kit $KIT:"
+  du -sh "$KIT/bin" "$KIT/lib" "$KIT/mpi" | sed 's/^/  /'
+  echo "  $(wc -l <"$KIT/mpi/DROPPED") MCA plugins left out (mpi/DROPPED), $(ls "$KIT/mpi/lib/openmpi" | wc -l) kept"
+  grep -v '^#' "$KIT/requirements.txt" | tr '\n' ';' | sed 's/;$//; s/;/; /g; s/^/  needs: /'; echo
   bytes=$(du -sb "$KIT" | cut -f1)
+  echo "gpu-check: kit total $bytes bytes ($((bytes / 1024 / 1024)) MiB, limit 64 MiB)"
   if [ "$bytes" -gt $((64 * 1024 * 1024)) ]; then
     echo "gpu-check: the kit is $bytes bytes, over 64 MiB" >&2
     exit 1
   fi
-  echo "gpu-check: kit ready in $KIT (commit $(cat "$KIT/commit")); run: scripts/gpu-check.sh --kit $KIT"
-  exit 0
+  echo "gpu-check: kit ready (commit $(cat "$KIT/commit")); run: scripts/gpu-check.sh --kit $KIT"
+  [ $RUN = 1 ] || exit 0
 fi
 
-# --- run: on the GPU machine --------------------------------------------------------------------
+# --- run: on the GPU machine (or --dry-run here) --------------------------------------------------
 BUDGET_S=${BUDGET_S:-290}
-OUT_DIR=${OUT:-$KIT/out}
+SMOKE_S=${SMOKE_S:-60}
+OUT_DIR=${OUT:-$(dirname "$KIT")/kit-out}
 START=$(date +%s)
 mkdir -p "$OUT_DIR"
+rm -f "$OUT_DIR/summary.md" "$OUT_DIR/gpu-check.log" "$OUT_DIR/gpu-check-logs.tar.gz"
+# Logs go to WORK and travel in the tarball: the device tool brings back only 8 files.
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
 LOG=$OUT_DIR/gpu-check.log
 : >"$LOG"
-TABLE=$OUT_DIR/stages.tsv
+TABLE=$WORK/stages.tsv
 : >"$TABLE"
 say() { echo "[gpu-check $(($(date +%s) - START))s] $*" | tee -a "$LOG"; }
 left() { echo $((BUDGET_S - ($(date +%s) - START))); }
 status=0
-# stage NAME CAP_SECONDS CMD...: runs CMD under min(CAP, time left), logs to $OUT/NAME.log,
+record() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$TABLE"; }  # name result seconds
+# stage NAME CAP_SECONDS CMD...: runs CMD under min(CAP, time left), logs to WORK/NAME.log,
 # records the result in the table.
 stage() {
   local name=$1 cap=$2
@@ -87,69 +258,59 @@ stage() {
   [ "$t" -gt "$cap" ] && t=$cap
   if [ "$t" -lt 10 ]; then
     say "stage $name: no time left (budget ${BUDGET_S}s): not run"
-    printf '%s\tnot run (no time left)\t0\n' "$name" >>"$TABLE"
+    record "$name" "not run (no time left)" 0
     status=1
     return 1
   fi
   say "stage $name (at most ${t}s): $*"
   local s0 rc
   s0=$(date +%s)
-  timeout "$t" "$@" >"$OUT_DIR/$name.log" 2>&1
+  timeout "$t" "$@" >"$WORK/$name.log" 2>&1
   rc=$?
   local dt=$(($(date +%s) - s0)) result=pass
   if [ $rc -eq 124 ]; then result="timed out after ${t}s"; status=1
-  elif [ $rc -ne 0 ]; then result="failed (exit $rc)"; status=1; fi
-  tail -5 "$OUT_DIR/$name.log" | tee -a "$LOG"
-  printf '%s\t%s\t%s\n' "$name" "$result" "$dt" >>"$TABLE"
+  elif [ $rc -ne 0 ]; then
+    result="failed (exit $rc)"; status=1
+    local failed
+    failed=$(grep -o ': [a-z]*: FAIL' "$WORK/$name.log" | awk '{print $2}' | tr -d : | sort -u | tr '\n' ' ')
+    [ -n "$failed" ] && result="$result: ${failed% }"
+  fi
+  tail -5 "$WORK/$name.log" | tee -a "$LOG"
+  record "$name" "$result" "$dt"
   say "stage $name: $result in ${dt}s"
   [ $rc -eq 0 ]
 }
-
-[ -x "$KIT/bin/core_test_cuda" ] || { say "FAIL: no kit in $KIT (run scripts/gpu-check.sh --prepare first)"; exit 1; }
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >"$OUT_DIR/nvidia-smi.txt" 2>&1; then
-  say "SKIPPED: no usable NVIDIA driver (nvidia-smi missing or failing): nothing to check"
-  exit 77
-fi
-GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>/dev/null | head -1)
-say "GPU: $GPU; kit commit $(cat "$KIT/commit" 2>/dev/null); budget ${BUDGET_S}s"
-# The machine's own CUDA runtime when it has the kit's version, else the kit's copy.
-KIT_CUDART=$(ls "$KIT/lib" 2>/dev/null | grep -m1 libcudart || true)
-if [ -n "$KIT_CUDART" ] && ! ldconfig -p 2>/dev/null | grep -q "$KIT_CUDART" &&
-   ! ls /usr/local/cuda/lib*/"$KIT_CUDART" >/dev/null 2>&1; then
-  export LD_LIBRARY_PATH=$KIT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  say "using the kit's $KIT_CUDART"
-else
-  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-fi
-BIN=$KIT/bin
-
-# 1 smoke: if the collectives or a small round trip fail, the rest is not worth the lease.
-if ! stage smoke-collectives 60 "$BIN/core_test_cuda" "cuda team collectives give their defined results" ||
-   ! stage smoke-roundtrip 60 "$BIN/core_cuda_throughput" --mib 1; then
-  say "smoke failed: later stages skipped"
-else
-  # 2 correctness, 3 throughput.
-  stage correctness 150 "$BIN/core_test_cuda" --durations yes
-  for dt in ${THROUGHPUT_DTYPES:-f32 f64}; do
-    stage "throughput-$dt" 90 "$BIN/core_cuda_throughput" --mib "${THROUGHPUT_MIB:-256}" --dtype "$dt"
-  done
-fi
-
-# One table: the stages, then the throughput lines.
-{
-  echo "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo
-  echo "GPU: $GPU; host $(uname -n), $(nproc) cores; kit commit $(cat "$KIT/commit" 2>/dev/null)"
-  echo
-  echo "| stage | result | seconds |"
-  echo "|---|---|---:|"
-  awk -F'\t' '{printf "| %s | %s | %s |\n", $1, $2, $3}' "$TABLE"
-  tp=$(cat "$OUT_DIR"/throughput-*.log 2>/dev/null | grep '^{' || true)
-  if [ -n "$tp" ]; then
+# gpu_stage: stage, or in a dry run the line it would have run.
+gpu_stage() {
+  if [ $DRY = 1 ]; then
+    say "dry run: stage $1 (at most $2 s) needs a GPU: ${*:3}"
+    record "$1" "dry run: not run (needs a GPU)" 0
+    return 0
+  fi
+  stage "$@"
+}
+# smoke_cap CAP: CAP, or what is left of the smoke stage's SMOKE_S if less.
+SMOKE_T0=$START
+smoke_cap() {
+  local l=$((SMOKE_S - ($(date +%s) - SMOKE_T0)))
+  [ "$l" -lt "$1" ] && echo "$l" || echo "$1"
+}
+finish() {
+  {
+    echo "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ)$([ $DRY = 1 ] && echo ' (dry run, no GPU)')"
     echo
-    echo "| codec | dtype | data | MiB | compress GB/s | decompress GB/s | ratio | round trip |"
-    echo "|---|---|---|---:|---:|---:|---:|---|"
-    echo "$tp" | python3 -c '
+    echo "GPU: ${GPU:-none}; host $(uname -n), $(nproc) cores; kit commit $(cat "$KIT/commit" 2>/dev/null)"
+    echo
+    echo "| stage | result | seconds |"
+    echo "|---|---|---:|"
+    awk -F'\t' '{printf "| %s | %s | %s |\n", $1, $2, $3}' "$TABLE"
+    local tp
+    tp=$(cat "$WORK"/throughput-*.log 2>/dev/null | grep '^{' || true)
+    if [ -n "$tp" ]; then
+      echo
+      echo "| codec | dtype | data | MiB | compress GB/s | decompress GB/s | ratio | round trip |"
+      echo "|---|---|---|---:|---:|---:|---:|---|"
+      echo "$tp" | python3 -c '
 import json, sys
 for line in sys.stdin:
     d = json.loads(line)
@@ -157,10 +318,224 @@ for line in sys.stdin:
     print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (g("codec"), g("dtype"), g("data"), g("mib"), g("compress_GBps"),
                                                     g("decompress_GBps"), g("ratio"), g("round_trip")))
 ' 2>/dev/null || echo "$tp"
+    fi
+    echo
+    echo "status: $([ $status -eq 0 ] && echo pass || echo fail), $(($(date +%s) - START)) s"
+  } >"$OUT_DIR/summary.md"
+  cp "$LOG" "$WORK/" 2>/dev/null
+  cp "$KIT/requirements.txt" "$KIT/MANIFEST" "$KIT/mpi/DROPPED" "$KIT/mpi/VERSIONS" "$WORK/" 2>/dev/null
+  tar -czf "$OUT_DIR/gpu-check-logs.tar.gz" -C "$WORK" . 2>/dev/null
+  rm -rf "$WORK"
+  tee -a "$LOG" <"$OUT_DIR/summary.md"
+  exit $status
+}
+
+[ -x "$KIT/bin/core_gpu_smoke" ] && [ -f "$KIT/mpi/env.sh" ] ||
+  { say "FAIL: no kit in $KIT (run scripts/gpu-check.sh --prepare first)"; rm -rf "$WORK"; exit 1; }
+GPU=""
+if [ $DRY = 0 ]; then
+  if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >"$WORK/nvidia-smi.txt" 2>&1; then
+    say "SKIPPED: no usable NVIDIA driver (nvidia-smi missing or failing): nothing to check"
+    rm -rf "$WORK"
+    exit 77
   fi
-  echo
-  echo "status: $([ $status -eq 0 ] && echo pass || echo fail), $(($(date +%s) - START)) s"
-} >"$OUT_DIR/summary.md"
-tee -a "$LOG" <"$OUT_DIR/summary.md"
-tar -czf "$OUT_DIR/gpu-check-logs.tar.gz" -C "$OUT_DIR" --exclude gpu-check-logs.tar.gz . 2>/dev/null
-exit $status
+  GPU=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>/dev/null | head -1)
+fi
+say "GPU: ${GPU:-none (dry run)}; kit commit $(cat "$KIT/commit" 2>/dev/null); budget ${BUDGET_S}s"
+
+# Library folders: the machine's CUDA toolkit (and the wheels of its PyTorch, where NCCL
+# may be the only copy) for cuBLAS and NCCL, the kit's CUDA runtime only where the machine
+# lacks that version, the kit's MPI runtime always.
+CUDA_DIRS=""
+for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/targets/x86_64-linux/lib; do
+  [ -d "$d" ] && CUDA_DIRS=$CUDA_DIRS${CUDA_DIRS:+:}$d
+done
+sys_lib() {  # sys_lib SONAME: the folder holding it among CUDA_DIRS and the loader's cache
+  local d p
+  for d in ${CUDA_DIRS//:/ }; do [ -e "$d/$1" ] && { echo "$d"; return 0; }; done
+  p=$(ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n && /x86-64/ {print $NF; exit}')
+  [ -n "$p" ] && { dirname "$p"; return 0; }
+  return 1
+}
+find_lib() {  # find_lib SONAME: sys_lib, else the wheels of python3's nvidia/* packages
+  local p
+  sys_lib "$1" && return 0
+  if [ -z "${PY_SITE+x}" ]; then
+    PY_SITE=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null || true)
+  fi
+  [ -n "$PY_SITE" ] && [ -d "$PY_SITE/nvidia" ] &&
+    p=$(find "$PY_SITE/nvidia" -maxdepth 4 -name "$1" 2>/dev/null | head -1) && [ -n "$p" ] && { dirname "$p"; return 0; }
+  return 1
+}
+EXTRA_DIRS=""
+LIB_NOTES=""
+# The sonames core_gpu_smoke dlopens (it needs the kit's libmpi to start).
+SMOKE_SONAMES=$(env LD_LIBRARY_PATH="$KIT/mpi/lib:$KIT/lib${CUDA_DIRS:+:$CUDA_DIRS}" "$KIT/bin/core_gpu_smoke" --lib-names 2>/dev/null ||
+                echo libcublas.so.13 libnccl.so.2)
+for so in $SMOKE_SONAMES; do
+  if d=$(find_lib "$so"); then
+    LIB_NOTES="$LIB_NOTES$so in $d; "
+    case ":$CUDA_DIRS:$EXTRA_DIRS:" in *":$d:"*) ;; *) EXTRA_DIRS=$EXTRA_DIRS${EXTRA_DIRS:+:}$d ;; esac
+  else
+    LIB_NOTES="$LIB_NOTES$so NOT FOUND; "
+  fi
+done
+KIT_CUDART=""
+for f in "$KIT"/lib/libcudart*; do [ -e "$f" ] && KIT_CUDART=$(basename "$f") && break; done
+LIBPATH=$KIT/mpi/lib
+if [ -n "$KIT_CUDART" ] && ! sys_lib "$KIT_CUDART" >/dev/null; then
+  LIBPATH=$LIBPATH:$KIT/lib
+  say "using the kit's $KIT_CUDART"
+fi
+for f in "$KIT"/lib/host/*; do
+  [ -e "$f" ] || continue
+  if ! sys_lib "$(basename "$f")" >/dev/null; then
+    LIBPATH=$LIBPATH:$KIT/lib/host
+    say "using the kit's lib/host ($(basename "$f") missing here)"
+    break
+  fi
+done
+LIBPATH=$LIBPATH${CUDA_DIRS:+:$CUDA_DIRS}${EXTRA_DIRS:+:$EXTRA_DIRS}
+export LD_LIBRARY_PATH=$LIBPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+BIN=$KIT/bin
+
+# kit_env CMD...: CMD in an environment of the kit alone: no inherited MPI variables, paths
+# or options; the MPI runtime relocated by mpi/env.sh.
+HOME_TMP=$WORK/home
+mkdir -p "$HOME_TMP"
+kit_env() {
+  env -i PATH=/usr/bin:/bin HOME="$HOME_TMP" TMPDIR="${TMPDIR:-/tmp}" LD_LIBRARY_PATH="$LIBPATH" \
+      ${CUDA_VISIBLE_DEVICES:+CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES} \
+      bash -c '. "$0/mpi/env.sh" && exec "$@"' "$KIT" "$@"
+}
+
+# smoke-env: versions and whether this machine's C and C++ runtimes are new enough.
+version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" = "$2" ]; }  # $1 >= $2
+smoke_env() {
+  local fails=0 have need fam group lib
+  echo "driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -1 || echo '?')"
+  echo "toolkit: $( (nvcc --version 2>/dev/null || /usr/local/cuda/bin/nvcc --version 2>/dev/null) | grep -m1 release || echo 'no nvcc')"
+  echo "kernel: $(uname -r); $(grep -m1 PRETTY_NAME /etc/os-release 2>/dev/null)"
+  echo "libraries: $LIB_NOTES"
+  have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+  lib=$(ldconfig -p 2>/dev/null | awk '$1 == "libstdc++.so.6" && /x86-64/ {print $NF; exit}')
+  [ -n "$lib" ] || lib=$(ls /usr/lib/x86_64-linux-gnu/libstdc++.so.6 /lib64/libstdc++.so.6 2>/dev/null | head -1)
+  local gcclib
+  gcclib=$(ldconfig -p 2>/dev/null | awk '$1 == "libgcc_s.so.1" && /x86-64/ {print $NF; exit}')
+  while read -r group fam need; do
+    case $group in core|mpi) ;; *) continue ;; esac
+    local got=""
+    case $fam in
+      GLIBC) got=$have ;;
+      GLIBCXX|CXXABI) [ -n "$lib" ] && got=$(grep -a -o "${fam}_[0-9][0-9.]*" "$lib" | sed "s/${fam}_//" | sort -V | tail -1) ;;
+      GCC) [ -n "$gcclib" ] && got=$(grep -a -o "GCC_[0-9][0-9.]*" "$gcclib" | sed 's/GCC_//' | sort -V | tail -1) ;;
+    esac
+    if [ -z "$got" ]; then
+      echo "$group needs $fam $need: FAIL this machine has none (libstdc++ ${lib:-not found}, libgcc_s ${gcclib:-not found})"
+      fails=$((fails + 1))
+    elif version_ge "$got" "$need"; then
+      echo "$group needs $fam $need: OK (this machine: $got)"
+    else
+      echo "$group needs $fam $need: FAIL this machine has only $got: the kit was built on a newer system;" \
+           "rebuild it (scripts/gpu-check.sh --prepare) on one no newer than the GPU machine"
+      fails=$((fails + 1))
+      [ "$group" = mpi ] && MPI_TOO_OLD=1 || CORE_TOO_OLD=1
+    fi
+  done <"$KIT/requirements.txt"
+  case $LIB_NOTES in *"NOT FOUND"*) echo "a library is missing: its smoke check will fail" ;; esac
+  echo "dlopen of the kit: $(kit_env "$BIN/core_gpu_smoke" --no-gpu --no-mpi 2>&1 | tail -1)"
+  return $fails
+}
+# check_maps LOG: the MPI family of shared objects that the ranks ("self") and the launcher
+# ("parent") mapped must all lie under the kit; libmpi, the PMIx and hwloc libraries and MCA
+# plugins must be among them.
+check_maps() {
+  local dir=$1 fam='/(libmpi|libopen-|libpmix|libhwloc|libevent|libmunge|libmca_common|mca_|pmix_mca_|hwloc_)[^/]*$'
+  local all outside n
+  all=$(cat "$dir"/maps-rank*.txt 2>/dev/null | grep -E '^(self|parent) ' | grep -E "$fam" | sort -u)
+  outside=$(echo "$all" | awk -v k="$KIT/" 'NF && index($2, k) != 1')
+  n=$(echo "$all" | grep -c . || true)
+  echo "relocation: $n MPI-runtime objects mapped by the ranks and the launcher"
+  echo "$all" | awk '{print $1}' | sort | uniq -c | awk '{print "  " $2 ": " $1}'
+  if [ -n "$outside" ]; then
+    echo "relocation: FAIL, loaded from outside the kit:"; echo "$outside" | sed 's/^/  /'
+    return 1
+  fi
+  local want miss=""
+  for want in "self .*/libmpi\.so" "self .*/libopen-pal\.so" "self .*/libpmix\.so" "self .*/libhwloc\.so" \
+              "self .*/libevent_core" "self .*/lib/openmpi/mca_btl_vader\.so" "self .*/lib/openmpi/mca_pmix_ext3x\.so" \
+              "parent .*/libopen-rte\.so" "parent .*/lib/openmpi/mca_plm_isolated\.so"; do
+    echo "$all" | grep -q -E "^$want" || miss="$miss ${want//\\/}"
+  done
+  if [ -n "$miss" ]; then echo "relocation: FAIL, not mapped:$miss"; return 1; fi
+  local exe
+  exe=$(sed -n 's/^exe //p' "$dir"/maps-rank*.txt | head -1)
+  case $exe in
+    "$KIT"/mpi/bin/*) echo "launcher: $exe" ;;
+    *) echo "relocation: FAIL, the ranks' parent is ${exe:-unknown}, not the kit's mpirun"; return 1 ;;
+  esac
+  echo "relocation: OK, every one under $KIT/"
+  # The loader's view of every kit file, in the kit's environment: nothing missing, the MPI
+  # family from the kit.
+  local f bad=""
+  for f in "$BIN"/* "$KIT"/mpi/bin/* "$KIT"/mpi/lib/*.so* "$KIT"/mpi/lib/openmpi/*.so "$KIT"/mpi/lib/pmix/*.so; do
+    bad=$bad$(kit_env ldd "$f" 2>&1 | awk -v f="$(basename "$f")" -v k="$KIT/" \
+      '/not found/ {print f ": " $0} /=>/ && $1 ~ /^(libmpi|libopen-|libpmix|libhwloc|libevent|libmunge|libmca_common|libudev|libz)/ && index($3, k) != 1 {print f ": " $0}')
+  done
+  if [ -n "$bad" ]; then echo "ldd: FAIL:"; echo "$bad" | sed 's/^/  /'; return 1; fi
+  echo "ldd: OK, every kit file resolves, its MPI libraries to the kit"
+}
+mpi_smoke() {
+  local gpu_flag=$1
+  # shellcheck disable=SC2086
+  local maps=$WORK/smoke-mpi-maps
+  mkdir -p "$maps"
+  kit_env mpirun -np 2 --oversubscribe --allow-run-as-root --bind-to none \
+      "$BIN/core_gpu_smoke" --mpi --list-libs "$maps" $gpu_flag >"$WORK/smoke-mpi-ranks.log" 2>&1
+  local rc=$?
+  cat "$WORK/smoke-mpi-ranks.log"
+  local oks
+  oks=$(grep -c ': mpi: OK' "$WORK/smoke-mpi-ranks.log" || true)
+  echo "ranks reporting MPI OK: $oks of 2"
+  check_maps "$maps" || rc=1
+  [ "$oks" = 2 ] || rc=1
+  return $rc
+}
+
+# 1 smoke.
+CORE_TOO_OLD=0 MPI_TOO_OLD=0
+t0=$(date +%s)
+smoke_env >"$WORK/smoke-env.log" 2>&1
+rc=$?
+cat "$WORK/smoke-env.log" >>"$LOG"
+record smoke-env "$([ $rc -eq 0 ] && echo pass || echo "failed: $rc requirement(s) unmet")" $(($(date +%s) - t0))
+[ $rc -eq 0 ] || status=1
+grep -E 'FAIL|missing' "$WORK/smoke-env.log" | while read -r l; do say "smoke-env: $l"; done
+if [ "$CORE_TOO_OLD" = 1 ]; then
+  say "this machine's C/C++ runtime is older than the kit needs: later stages skipped"
+  finish
+fi
+gpu_ok=1
+gpu_stage smoke-gpu "$(smoke_cap 30)" "$BIN/core_gpu_smoke" --no-mpi
+if [ $DRY = 0 ] && ! grep -q ': context: OK' "$WORK/smoke-gpu.log"; then gpu_ok=0; fi
+if [ "$MPI_TOO_OLD" = 1 ]; then
+  say "smoke-mpi: this machine's C runtime is older than the kit's MPI needs: not run"
+  record smoke-mpi "not run (C runtime too old)" 0
+else
+  # The 2 ranks share the GPU; in a dry run they skip their GPU checks.
+  export -f mpi_smoke check_maps kit_env
+  export BIN KIT LIBPATH HOME_TMP WORK
+  stage smoke-mpi "$(smoke_cap 40)" bash -c "mpi_smoke $([ $DRY = 1 ] && echo --no-gpu)"
+fi
+if [ $gpu_ok = 0 ] ||
+   ! gpu_stage smoke-collectives 60 "$BIN/core_test_cuda" "cuda team collectives give their defined results" ||
+   ! gpu_stage smoke-roundtrip 60 "$BIN/core_cuda_throughput" --mib 1; then
+  say "smoke failed: later stages skipped"
+else
+  # 2 correctness, 3 throughput.
+  gpu_stage correctness 150 "$BIN/core_test_cuda" --durations yes
+  for dt in ${THROUGHPUT_DTYPES:-f32 f64}; do
+    gpu_stage "throughput-$dt" 90 "$BIN/core_cuda_throughput" --mib "${THROUGHPUT_MIB:-256}" --dtype "$dt"
+  done
+fi
+finish
