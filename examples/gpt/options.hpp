@@ -19,7 +19,7 @@ struct sparsity_config {
   double sparsity = 0.9;             // static / set / rigl: constant overall sparsity
   // mst schedule (msparse::mst_options): warm-up and ultra-sparse shares of the steps, the
   // sparsities at the phase boundaries, the stages of warm-up and restoration. The defaults
-  // are the schedule chosen with bench/msparse/mst_experiment.sh (bench/RESULTS.md).
+  // are the schedule chosen with bench/msparse/mst_experiment.sh (bench/msparse/RESULTS.md).
   double warmup_frac = 0.15, ultra_frac = 0.6;
   double initial_sparsity = 0.0, warmup_sparsity = 0.8, ultra_sparsity = 0.9, final_sparsity = 0.85;
   int warmup_stages = 4, restore_stages = 3;
@@ -36,7 +36,7 @@ struct sparsity_config {
   // A sparse layer whose mask density is >= this runs dense sgemm on its masked weight (the
   // zeros at inactive positions make it the same product) and keeps only the active
   // positions of the weight gradient; its FLOPs are counted dense. 0.5: about where the
-  // sparse kernels stop beating sgemm at C = 128 (bench/msparse/RESULTS-mst.md); > 1: never.
+  // sparse kernels stop beating sgemm at C = 128 (bench/msparse/RESULTS.md); > 1: never.
   double dense_above = 0.5;
 
   bool sparse() const { return method != "dense"; }

@@ -22,7 +22,7 @@
 // optimizer never sees gradients at inactive positions. A layer whose mask is full (MST's
 // dense first warm-up stage) runs the dense sgemm path; so does, on its masked weight, a
 // layer whose mask density is at or above --dense-above (default 0.5, where the sparse
-// kernels stop being faster than sgemm at C = 128; MST's 27%-sparse warm-up stage), keeping
+// kernels stop being faster than sgemm at C = 128; e.g. MST's early warm-up stages), keeping
 // only the active positions of the weight gradient. Such a layer's FLOPs are counted dense
 // (the counter gets the executed density, the metrics' "density" stays the masks').
 //
