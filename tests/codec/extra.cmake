@@ -75,7 +75,7 @@ endif()
 # block-at-a-time coders, as on CUDA), so that both are checked against libzfp bit for bit.
 # The first case checks that the variable really switches the path.
 if(TARGET codec_test_zfp)
-  foreach(_case "zfp group kernels take the portable path under HCOMM_FORCE_PORTABLE"
+  foreach(_case "zfp group kernels take the portable path when forced"
                 "zfp f32 stream and decode are libzfp's, bit for bit"
                 "zfp decodes arbitrary stream bits exactly as libzfp does"
                 "zfp every rate 3..64 matches libzfp on mixed data")

@@ -224,7 +224,7 @@ void bit_exact_sweep() {
 
 // tests/codec/extra.cmake runs this case and the libzfp comparisons again with
 // HCOMM_FORCE_PORTABLE=1: then the group kernels must take their portable bodies.
-TEST_CASE("zfp group kernels take the portable path under HCOMM_FORCE_PORTABLE", "[zfp]") {
+TEST_CASE("zfp group kernels take the portable path when forced", "[zfp]") {
   namespace zd = hcomm::codec::zfp_detail;
   const char* env = std::getenv("HCOMM_FORCE_PORTABLE");
   const bool forced = env != nullptr && env[0] == '1';
