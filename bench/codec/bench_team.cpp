@@ -22,7 +22,7 @@
 
 #include "hcomm/codec/codec.hpp"
 #include "hcomm/codec/mpc.hpp"
-#include "hcomm/codec/mpc_team.hpp"
+#include "hcomm/codec/mpc/team.hpp"
 #include "hcomm/core/checksum.hpp"
 #include "hcomm/exec/host.hpp"
 #include "hcomm/exec/scan_kernels.hpp"

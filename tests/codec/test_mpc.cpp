@@ -15,6 +15,7 @@
 
 #include "hcomm/codec/codec.hpp"
 #include "hcomm/codec/mpc.hpp"
+#include "hcomm/core/cpu_features.hpp"
 
 namespace {
 
@@ -439,12 +440,19 @@ TEST_CASE("mpc: random byte flips never crash (checksum off, through the engine)
 }
 
 TEST_CASE("mpc: the host's AVX2 build of each kernel matches the portable body", "[mpc]") {
-  // operator() may run an AVX2 version of body() on x86-64 (HCOMM_MPC_CLONES: intrinsics
-  // paths avx2::encode_f32 / encode_f64 and decode_f32 / decode_f64 for the chunks); both
-  // must give the same bytes, since body() is what the GPU runs. Every stride, whole and
-  // short chunks and partial groups, every data kind.
-  INFO("HCOMM_MPC_CLONES=" << HCOMM_MPC_CLONES);
-  auto check = [](auto tag, kind k, std::size_t n, unsigned dim) {
+  // operator() runs the AVX2 variant on hosts with the AVX2 tier (codec/mpc/avx2/: intrinsics
+  // paths avx2::encode_f32 / encode_f64 and decode_f32 / decode_f64 for the chunks) and the
+  // portable body under hcomm::cpu::force_portable; both must give the same bytes, since the
+  // portable body is what the GPU runs. Every stride, whole and short chunks and partial
+  // groups, every data kind.
+  INFO("isa " << hcomm::cpu::isa_name() << ", AVX2 tier " << hcomm::cpu::host_features().avx2_tier());
+  // Runs k(i) for i < count on the portable body.
+  const auto portable = [](const auto& k, std::size_t count) {
+    const hcomm::cpu::force_portable guard;
+    REQUIRE_FALSE(hcomm::cpu::use_avx2());
+    for (std::size_t i = 0; i < count; ++i) k(i);
+  };
+  auto check = [&portable](auto tag, kind k, std::size_t n, unsigned dim) {
     using T = decltype(tag);
     using Word = hcomm::word_of<T>;
     constexpr std::size_t slot = md::geometry<Word>::slot_words;
@@ -455,10 +463,8 @@ TEST_CASE("mpc: the host's AVX2 build of each kernel matches the portable body",
     const std::uint64_t d = dim;
     const md::encode_chunk_kernel<T> e1{x.data(), n, &d, s1.data(), z1.data()};
     const md::encode_chunk_kernel<T> e2{x.data(), n, &d, s2.data(), z2.data()};
-    for (std::size_t c = 0; c < chunks; ++c) {
-      e1.body(c);
-      e2(c);
-    }
+    portable(e1, chunks);
+    for (std::size_t c = 0; c < chunks; ++c) e2(c);
     REQUIRE(z1 == z2);
     REQUIRE(s1 == s2);
 
@@ -466,10 +472,8 @@ TEST_CASE("mpc: the host's AVX2 build of each kernel matches the portable body",
     std::vector<std::uint64_t> c1(samples * 32), c2(samples * 32);
     const md::sample_dims_kernel<T> p1{x.data(), n, samples, c1.data()};
     const md::sample_dims_kernel<T> p2{x.data(), n, samples, c2.data()};
-    for (std::size_t s = 0; s < samples; ++s) {
-      p1.body(s);
-      p2(s);
-    }
+    portable(p1, samples);
+    for (std::size_t s = 0; s < samples; ++s) p2(s);
     REQUIRE(c1 == c2);
 
     // Decoding: a packed payload assembled from the portable slots (also where the codec
@@ -488,10 +492,8 @@ TEST_CASE("mpc: the host's AVX2 build of each kernel matches the portable body",
     std::vector<T> y1(n), y2(n);
     const md::decode_chunk_kernel<T> q1{payload.data(), n, chunks, dim, off.data(), y1.data()};
     const md::decode_chunk_kernel<T> q2{payload.data(), n, chunks, dim, off.data(), y2.data()};
-    for (std::size_t c = 0; c < chunks; ++c) {
-      q1.body(c);
-      q2(c);
-    }
+    portable(q1, chunks);
+    for (std::size_t c = 0; c < chunks; ++c) q2(c);
     REQUIRE(same_bits(y1, x));
     REQUIRE(same_bits(y2, x));
   };
@@ -529,13 +531,16 @@ TEST_CASE("mpc: the AVX2 chunk paths match the portable body on large buffers", 
         std::vector<std::uint64_t> sizes(chunks);
         const std::size_t body = md::head_bytes + md::index_bytes(chunks);
         std::size_t at = body;
-        for (std::size_t c = 0; c < chunks; ++c) {
-          const md::encode_chunk_kernel<T> e{x.data(), n, &d, s.data(), sizes.data(), c};
-          e.body(c);
-          const std::size_t size = sizes[c];
-          REQUIRE(at + size * sizeof(Word) <= payload.size());
-          REQUIRE(std::memcmp(payload.data() + at, s.data(), size * sizeof(Word)) == 0);
-          at += size * sizeof(Word);
+        {
+          const hcomm::cpu::force_portable guard;  // (the codec above and below: AVX2 where there is)
+          for (std::size_t c = 0; c < chunks; ++c) {
+            const md::encode_chunk_kernel<T> e{x.data(), n, &d, s.data(), sizes.data(), c};
+            e(0);
+            const std::size_t size = sizes[c];
+            REQUIRE(at + size * sizeof(Word) <= payload.size());
+            REQUIRE(std::memcmp(payload.data() + at, s.data(), size * sizeof(Word)) == 0);
+            at += size * sizeof(Word);
+          }
         }
         REQUIRE(at == payload.size());
         std::vector<T> y(n);

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -17,6 +18,7 @@
 
 #include "hcomm/codec/codec.hpp"
 #include "hcomm/codec/zfp.hpp"
+#include "hcomm/core/cpu_features.hpp"
 #include "hcomm/exec/host.hpp"
 
 namespace {
@@ -219,6 +221,22 @@ void bit_exact_sweep() {
 }
 
 }  // namespace
+
+// tests/codec/extra.cmake runs this case and the libzfp comparisons again with
+// HCOMM_FORCE_PORTABLE=1: then the group kernels must take their portable bodies.
+TEST_CASE("zfp group kernels take the portable path when forced", "[zfp]") {
+  namespace zd = hcomm::codec::zfp_detail;
+  const char* env = std::getenv("HCOMM_FORCE_PORTABLE");
+  const bool forced = env != nullptr && env[0] == '1';
+  INFO("HCOMM_FORCE_PORTABLE=" << (env ? env : "(unset)") << ", AVX2 tier "
+                               << hcomm::cpu::host_features().avx2_tier());
+  // The group kernels have AVX2 variants wherever they are built, and the dispatch skips
+  // them exactly when the override is on (or the CPU lacks the tier).
+  CHECK(hcomm::cpu::avx2_variant<zd::encode_group_kernel<float>>::available == bool(HCOMM_X86_VARIANTS));
+  CHECK(hcomm::cpu::avx2_variant<zd::decode_group_kernel<float>>::available == bool(HCOMM_X86_VARIANTS));
+  CHECK(hcomm::cpu::portable_forced() == forced);
+  CHECK(hcomm::cpu::use_avx2() == (!forced && hcomm::cpu::host_features().avx2_tier()));
+}
 
 TEST_CASE("zfp f32 stream and decode are libzfp's, bit for bit", "[zfp]") { bit_exact_sweep<float>(); }
 TEST_CASE("zfp f64 stream and decode are libzfp's, bit for bit", "[zfp]") { bit_exact_sweep<double>(); }

@@ -14,7 +14,7 @@
 
 #include "hcomm/codec/codec.hpp"
 #include "hcomm/codec/mpc.hpp"
-#include "hcomm/codec/mpc_team.hpp"
+#include "hcomm/codec/mpc/team.hpp"
 #include "hcomm/core/checksum.hpp"
 #include "hcomm/exec/host.hpp"
 #include "hcomm/exec/host_check.hpp"

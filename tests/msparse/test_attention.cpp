@@ -8,6 +8,7 @@
 
 #include "msparse/attention/block_sparse.hpp"
 #include "msparse/attention/hybrid.hpp"
+#include "hcomm/core/cpu_features.hpp"
 #include "msparse/kernels/launch.hpp"
 
 #include "attention_test_util.hpp"
@@ -80,10 +81,12 @@ TEST_CASE("attention kernels: every head-size path and long rows across score ch
     CHECK(rel_err(o, ro) < 2e-5);
   }
   // The plain (non-AVX2) host bodies give the same results within rounding.
-  msparse::kernels::set_force_baseline(true);
-  check_against_reference(layout::cover({pattern::local_strided, 16, 1}, 128, 16), 32, 900);
-  check_against_reference(layout::causal(150, 32), 24, 901);
-  msparse::kernels::set_force_baseline(false);
+  {
+    const hcomm::cpu::force_portable portable;
+    REQUIRE_FALSE(hcomm::cpu::use_avx2());
+    check_against_reference(layout::cover({pattern::local_strided, 16, 1}, 128, 16), 32, 900);
+    check_against_reference(layout::causal(150, 32), 24, 901);
+  }
 }
 
 TEST_CASE("element lists hold exactly the kept entries, rows and columns", "[attention]") {

@@ -2,11 +2,13 @@
 // dense weight): forward, input gradient, weight gradient at active positions, bias
 // gradient, on odd shapes and 0% .. 100% sparsity, with both host bodies (AVX2 and
 // baseline) and one or two threads.
+#include "hcomm/core/cpu_features.hpp"
 #include "test_sparse_linear_check.hpp"
 
 TEST_CASE("sparse_linear equals dense-with-mask on odd shapes and all sparsities", "[msparse][sparse_linear]") {
   const bool baseline = GENERATE(false, true);
-  msparse::kernels::set_force_baseline(baseline);
+  const hcomm::cpu::force_portable portable(baseline);
+  REQUIRE(hcomm::cpu::use_avx2() == (!baseline && hcomm::cpu::host_features().avx2_tier()));
   const double sparsity = GENERATE(0.0, 0.5, 0.9, 0.99, 1.0);
   SECTION("small odd shapes") {
     run_case(3, 5, 1, sparsity, 1, false);
@@ -21,7 +23,6 @@ TEST_CASE("sparse_linear equals dense-with-mask on odd shapes and all sparsities
     run_case(97, 203, 100, sparsity, 2, true);
     run_case(97, 203, 100, sparsity, 1, true);  // one thread: the tile-by-tile backward
   }
-  msparse::kernels::set_force_baseline(false);
 }
 
 TEST_CASE("sparse_linear at the benchmark shape", "[msparse][sparse_linear]") {

@@ -73,8 +73,9 @@
 #include <cstring>
 #include <string>
 
-#include "hcomm/codec/mpc_kernels.hpp"
-#include "hcomm/codec/mpc_team.hpp"
+#include "hcomm/codec/mpc/decode_kernels.hpp"
+#include "hcomm/codec/mpc/encode_kernels.hpp"
+#include "hcomm/codec/mpc/team.hpp"
 #include "hcomm/core/checksum.hpp"
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"

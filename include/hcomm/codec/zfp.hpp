@@ -37,7 +37,8 @@
 #include <limits>
 #include <string>
 
-#include "hcomm/codec/zfp_kernels.hpp"
+#include "hcomm/codec/zfp/group_kernels.hpp"
+#include "hcomm/codec/zfp/side_list.hpp"
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"
 #include "hcomm/policy/compressor.hpp"

@@ -4,14 +4,15 @@
 //   std::uint64_t b = hcomm::block_hash64(bytes, n, seed);  // payload blocks
 //   std::uint64_t c = hcomm::payload_checksum(payload, n);  // what a frame header records
 //
-// hash64 is XXH64-style: four multiply-rotate lanes over 8-byte words, then an avalanche.
+// hash64 is XXH64-style: four multiply-rotate lanes over 8-byte words, then an avalanche
+// (core/hash64.hpp).
 // block_hash64 is built for speed on long inputs (XXH3-style): eight 64-bit lanes over
 // 64-byte stripes; each 8-byte word d is xored with a key that changes with the stripe, the
 // lane adds lo32 * hi32 of that, and its neighbour lane adds d itself. A flipped bit always
 // changes one lane's sum, a moved stripe meets another key, and the lanes go through an
-// avalanche at the end. AVX2 does a stripe in a few instructions (30-37 GB/s in cache against
-// XXH64's ~8 on the 2-core Zen VM of bench/RESULTS.md), so hashing costs little beside a
-// codec and runs at the memory's read speed from memory.
+// avalanche at the end (core/block_hash_lanes.hpp). AVX2 does a stripe in a few instructions
+// (core/avx2/block_hash_lanes.hpp), several times XXH64's speed, so hashing costs little
+// beside a codec and runs at the memory's read speed from memory.
 //
 // Frames hash their payload in independent 64 KiB blocks (seed = block index) and then the
 // block hashes with hash64 (seed = payload bytes), so the checksum runs in parallel on every
@@ -24,198 +25,21 @@
 #include <cstring>
 #include <vector>
 
+#include "hcomm/core/avx2/block_hash_lanes.hpp"
+#include "hcomm/core/block_hash_lanes.hpp"
+#include "hcomm/core/cpu_features.hpp"
+#include "hcomm/core/hash64.hpp"
 #include "hcomm/core/macros.hpp"
 #include "hcomm/exec/team.hpp"
 
-// x86-64 hosts (not under nvcc): block_hash64 also has an AVX2 version, picked at run time;
-// it gives the same bits as the portable one (tests/codec/test_frame.cpp compares them).
-#if !defined(__CUDACC__) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define HCOMM_HASH_AVX2 1
-#include <immintrin.h>
-#else
-#define HCOMM_HASH_AVX2 0
-#endif
-
 namespace hcomm {
-
-namespace detail::h64 {
-inline constexpr std::uint64_t p1 = 0x9E3779B185EBCA87ull;
-inline constexpr std::uint64_t p2 = 0xC2B2AE3D27D4EB4Full;
-inline constexpr std::uint64_t p3 = 0x165667B19E3779F9ull;
-inline constexpr std::uint64_t p4 = 0x85EBCA77C2B2AE63ull;
-inline constexpr std::uint64_t p5 = 0x27D4EB2F165667C5ull;
-
-HCOMM_HOST_DEVICE std::uint64_t rotl(std::uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
-HCOMM_HOST_DEVICE std::uint64_t round(std::uint64_t acc, std::uint64_t in) {
-  acc += in * p2;
-  acc = rotl(acc, 31);
-  return acc * p1;
-}
-HCOMM_HOST_DEVICE std::uint64_t merge(std::uint64_t acc, std::uint64_t v) {
-  acc ^= round(0, v);
-  return acc * p1 + p4;
-}
-// Unaligned little-endian loads (memcpy compiles to one mov on x86 and is legal in CUDA).
-HCOMM_HOST_DEVICE std::uint64_t load64(const unsigned char* p) {
-  std::uint64_t v;
-  std::memcpy(&v, p, 8);
-  return v;
-}
-HCOMM_HOST_DEVICE std::uint32_t load32(const unsigned char* p) {
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);
-  return v;
-}
-}  // namespace detail::h64
-
-HCOMM_HOST_DEVICE std::uint64_t hash64(const void* data, std::size_t len, std::uint64_t seed) {
-  using namespace detail::h64;
-  const auto* p = static_cast<const unsigned char*>(data);
-  const unsigned char* const end = p + len;
-  std::uint64_t h;
-  if (len >= 32) {
-    std::uint64_t v1 = seed + p1 + p2, v2 = seed + p2, v3 = seed, v4 = seed - p1;
-    const unsigned char* const limit = end - 32;
-    do {
-      v1 = round(v1, load64(p));
-      v2 = round(v2, load64(p + 8));
-      v3 = round(v3, load64(p + 16));
-      v4 = round(v4, load64(p + 24));
-      p += 32;
-    } while (p <= limit);
-    h = rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18);
-    h = merge(h, v1);
-    h = merge(h, v2);
-    h = merge(h, v3);
-    h = merge(h, v4);
-  } else {
-    h = seed + p5;
-  }
-  h += static_cast<std::uint64_t>(len);
-  while (end - p >= 8) {  // (not p + 8 <= end: no pointer past the end)
-    h ^= round(0, load64(p));
-    h = rotl(h, 27) * p1 + p4;
-    p += 8;
-  }
-  if (end - p >= 4) {
-    h ^= static_cast<std::uint64_t>(load32(p)) * p1;
-    h = rotl(h, 23) * p2 + p3;
-    p += 4;
-  }
-  while (p < end) {
-    h ^= (*p) * p5;
-    h = rotl(h, 11) * p1;
-    ++p;
-  }
-  h ^= h >> 33;
-  h *= p2;
-  h ^= h >> 29;
-  h *= p3;
-  h ^= h >> 32;
-  return h;
-}
 
 // ---- block_hash64 ----------------------------------------------------------------------------
 
 namespace detail::bh {
-inline constexpr std::size_t stripe_bytes = 64;
-// Lane constants (functions, not arrays: device code cannot read host constexpr arrays).
-HCOMM_HOST_DEVICE constexpr std::uint64_t init(int i) {
-  constexpr std::uint64_t v[8] = {0x00000000C2B2AE3Dull, 0x9E3779B185EBCA87ull, 0xC2B2AE3D27D4EB4Full,
-                                  0x165667B19E3779F9ull, 0x85EBCA77C2B2AE63ull, 0x0000000085EBCA77ull,
-                                  0x27D4EB2F165667C5ull, 0x000000009E3779B1ull};
-  return v[i];
-}
-HCOMM_HOST_DEVICE constexpr std::uint64_t key(int i) {
-  constexpr std::uint64_t v[8] = {0xBE4BA423396CFEB8ull, 0x1CAD21F72C81017Cull, 0xDB979083E96DD4DEull,
-                                  0x1F67B3B7A4A44072ull, 0x78E5C0CC4EE679CBull, 0x2172FFCC7DD05A82ull,
-                                  0x8E2443F7744608B8ull, 0x4C263A81E69035E0ull};
-  return v[i];
-}
-inline constexpr std::uint64_t key_step = 0x9E3779B97F4A7C15ull;  // added to every key per stripe
-
-HCOMM_HOST_DEVICE std::uint64_t avalanche(std::uint64_t h) {
-  h ^= h >> 33;
-  h *= h64::p2;
-  h ^= h >> 29;
-  h *= h64::p3;
-  h ^= h >> 32;
-  return h;
-}
-
-// The eight lanes and the index of the next stripe.
-struct lanes {
-  std::uint64_t acc[8];
-  std::uint64_t stripe = 0;
-  HCOMM_HOST_DEVICE explicit lanes(std::uint64_t seed) {
-    for (int i = 0; i < 8; ++i) acc[i] = init(i) + seed;
-  }
-  // The portable stripe (every executor; the reference for the AVX2 one).
-  HCOMM_HOST_DEVICE void add_stripe(const unsigned char* p) {
-    const std::uint64_t shift = stripe * key_step;
-    std::uint64_t d[8];
-    for (int i = 0; i < 8; ++i) d[i] = h64::load64(p + 8 * i);
-    for (int i = 0; i < 8; ++i) {
-      const std::uint64_t x = d[i] ^ (key(i) + shift);
-      acc[i] += (x & 0xFFFFFFFFull) * (x >> 32);
-    }
-    for (int i = 0; i < 8; ++i) acc[i ^ 1] += d[i];
-    ++stripe;
-  }
-  // The last len % 64 bytes (zero-padded to a stripe), the length and the avalanche.
-  HCOMM_HOST_DEVICE std::uint64_t finish(const unsigned char* tail, std::size_t tail_len, std::uint64_t len,
-                                         std::uint64_t seed) {
-    if (tail_len > 0) {
-      unsigned char last[stripe_bytes] = {};
-      std::memcpy(last, tail, tail_len);
-      add_stripe(last);
-    }
-    std::uint64_t h = seed ^ (len * h64::p1);
-    for (int i = 0; i < 8; ++i) h = h64::rotl(h ^ avalanche(acc[i]), 27) * h64::p1 + h64::p4;
-    return avalanche(h);
-  }
-};
-
-#if HCOMM_HASH_AVX2
-inline bool host_has_avx2() noexcept {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
-// count stripes from p, the same arithmetic as lanes::add_stripe, four lanes per register.
-__attribute__((target("avx2"))) inline void add_stripes_avx2(lanes& l, const unsigned char* p, std::size_t count) {
-  __m256i a0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(l.acc));
-  __m256i a1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(l.acc + 4));
-  const __m256i step = _mm256_set1_epi64x(static_cast<long long>(key_step));
-  const __m256i shift = _mm256_set1_epi64x(static_cast<long long>(l.stripe * key_step));
-  const auto k = [](int i) { return static_cast<long long>(key(i)); };
-  __m256i k0 = _mm256_add_epi64(_mm256_setr_epi64x(k(0), k(1), k(2), k(3)), shift);
-  __m256i k1 = _mm256_add_epi64(_mm256_setr_epi64x(k(4), k(5), k(6), k(7)), shift);
-  for (std::size_t s = 0; s < count; ++s, p += stripe_bytes) {
-    const __m256i d0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    const __m256i d1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
-    const __m256i x0 = _mm256_xor_si256(d0, k0), x1 = _mm256_xor_si256(d1, k1);
-    a0 = _mm256_add_epi64(a0, _mm256_mul_epu32(x0, _mm256_srli_epi64(x0, 32)));
-    a1 = _mm256_add_epi64(a1, _mm256_mul_epu32(x1, _mm256_srli_epi64(x1, 32)));
-    a0 = _mm256_add_epi64(a0, _mm256_shuffle_epi32(d0, 0x4E));  // word i to lane i ^ 1
-    a1 = _mm256_add_epi64(a1, _mm256_shuffle_epi32(d1, 0x4E));
-    k0 = _mm256_add_epi64(k0, step);
-    k1 = _mm256_add_epi64(k1, step);
-  }
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(l.acc), a0);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(l.acc + 4), a1);
-  l.stripe += count;
-}
-#endif
-
-// count whole stripes from p.
+// count whole stripes from p: the AVX2 variant on hosts with the AVX2 tier.
 HCOMM_HOST_DEVICE void add_stripes(lanes& l, const unsigned char* p, std::size_t count) {
-#if HCOMM_HASH_AVX2
-  if (host_has_avx2()) {
-    add_stripes_avx2(l, p, count);
-    return;
-  }
-#endif
-  for (std::size_t s = 0; s < count; ++s) l.add_stripe(p + s * stripe_bytes);
+  cpu::dispatch(stripes{l}, p, count);
 }
 }  // namespace detail::bh
 

@@ -1,7 +1,7 @@
 // msparse/kernels/sddmm.hpp: sampled dense-dense product (SDDMM): the weight gradient of a
 // sparse linear layer at its active positions only.
 //
-// Two kernels: sddmm_tiles (CSR rows, whole-tile sweeps, the first version, kept for
+// Two kernels: sddmm_tiles (CSR rows, whole-tile sweeps, the version kept for
 // reference and its tests) and sddmm_blocked (below; what layer::sparse_linear runs).
 //
 //   // dW[p] = sum_t dY[t, row(p)] * X[t, col(p)] for every active p (CSR order)
@@ -16,8 +16,8 @@
 // 8 token lanes each), 4 FMAs each against the weight's X^T row (one load per FMA), then
 // one shuffle-tree reduction turns the 8 accumulators into 8 sums added to 8 consecutive
 // packed gradients. (4 weights x 64 tokens has half the reductions but 4 chains of 8
-// dependent FMAs, latency-bound; measured slower.) Inactive positions
-// do not exist in the output, so they are never written.
+// dependent FMAs: latency-bound.) Inactive positions do not exist in the output, so they
+// are never written.
 #pragma once
 #include <cstddef>
 

@@ -4,7 +4,7 @@
 //   f8 acc = load8(x);  acc += w * load8(x + 8);  store8(y, acc);
 //
 // On the host it is a GCC vector type: variables (not arrays) stay in registers, and inside
-// the AVX2 runner of launch.hpp each f8 operation is one AVX instruction (a plain SSE2
+// the AVX2 runner (avx2/runner.hpp) each f8 operation is one AVX instruction (a plain SSE2
 // build splits it in two). In CUDA device code it is a struct of eight floats with the
 // same operators, so a kernel body written with f8 compiles unchanged for the GPU (define
 // MSPARSE_F8_FORCE_STRUCT to run that form on the host, as one test does).
@@ -117,8 +117,9 @@ HCOMM_HOST_DEVICE void reduce8x8(f8& r, const f8* a) {
 #else
 typedef float f8 __attribute__((vector_size(32), aligned(4)));
 typedef int i8_ __attribute__((vector_size(32)));
-// Unaligned, may-alias vector access: one 256-bit move (memcpy was expanded as two 128-bit
-// moves, and a 256-bit reload of two 128-bit stores to the stack stalls store forwarding).
+// Unaligned, may-alias vector access: one 256-bit move (GCC may expand a 32-byte memcpy into
+// two 128-bit moves, and a 256-bit reload of two 128-bit stores to the stack stalls store
+// forwarding).
 typedef float f8u_ __attribute__((vector_size(32), aligned(4), may_alias));
 HCOMM_FORCEINLINE void load8(f8& r, const float* p) { r = *reinterpret_cast<const f8u_*>(p); }
 HCOMM_FORCEINLINE void store8(float* p, const f8& a) { *reinterpret_cast<f8u_*>(p) = a; }

@@ -1,7 +1,7 @@
 // msparse/kernels/spmm.hpp: sparse x dense products over token tiles (SpMM).
 //
 // Two kernels: spmm_tiles (CSR rows with per-row panel pointers, 512-feature panels, the
-// first version, kept for reference and its tests) and spmm_blocked (below; what
+// version kept for reference and its tests) and spmm_blocked (below; what
 // layer::sparse_linear runs): the same register-blocked inner loop over a panel-blocked
 // copy of the index with 96-feature panels that stay in L1.
 //
@@ -17,12 +17,12 @@
 // outputs are accumulated in 8 vector registers (f8, 8 independent FMA chains); an active
 // weight w (r, k) adds w * B^T[k, tile] (64 contiguous floats of the tiled input, see
 // tiles.hpp): one broadcast, 8 loads, 8 FMAs, no gathers, and 8 bytes of index+value per
-// 128 FLOPs (32 tokens per tile measured slower: twice the index stream). The part of the
+// 128 FLOPs (32 tokens per tile would read the index stream twice as often). The part of the
 // tile a sweep reads must stay in L2 while the block's rows are swept, so K is cut into
 // panels of format::panel_columns (512) features (128 KB of tile): a row's entries are
 // grouped by panel (format/csr.hpp), the rows are swept once per panel and their partial
-// sums kept in a R x 64 buffer between panels (at K=3072 a sweep over the whole tile
-// measured 6 GFLOP/s, its lines evicted by the index stream). Finished rows are written
+// sums kept in a R x 64 buffer between panels (a sweep over the whole tile at large K loses
+// the tile's lines to the index stream). Finished rows are written
 // transposed into the row-major output, R consecutive floats per token.
 #pragma once
 #include <cstddef>
@@ -125,11 +125,11 @@ struct spmm_tiles {
 // The same product over a panel-blocked index (format::blocked_pattern): one item = (token
 // tile of 64 tokens, block of R lines of A). The block's lines are swept once per panel of
 // F features; F is chosen so that the panel of the tile (F x 64 floats, 24 KB at F = 96)
-// stays in L1 while the whole block is swept (a 512-feature panel lives in L2 and a
-// random-access microbenchmark on this machine ran at half the FMA rate: 21 against
-// 40 GFLOP/s for 24 KB), and the index/values are read in the order they are stored (a
-// sweep of small panels over plain CSR rows stalls on scattered index reads). The R x 64
-// partial sums between panels live in a per-item buffer (L2), R consecutive rows' worth.
+// stays in L1 while the whole block is swept (a 512-feature panel lives in L2, whose
+// random-access loads cannot keep up with the FMAs), and the index/values are read in the
+// order they are stored (a sweep of small panels over plain CSR rows stalls on scattered
+// index reads). The R x 64 partial sums between panels live in a per-item buffer (L2), R
+// consecutive rows' worth.
 template <int R = 64>
 struct spmm_blocked {
   static constexpr int T = 64;

@@ -1,6 +1,6 @@
-// hcomm/codec/mpc_team.hpp: MPC's chunk coding for float32 as team kernels (exec/team.hpp),
+// hcomm/codec/mpc/team.hpp: MPC's chunk coding for float32 as team kernels (exec/team.hpp),
 // one chunk of 1024 values per team: what device executors run (codec/mpc.hpp), in the
-// layout of mpc_kernels.hpp's chunk kernels, byte for byte.
+// layout of the flat chunk kernels (encode_kernels.hpp, decode_kernels.hpp), byte for byte.
 //
 //   ex.launch(chunks, 256, mpc_detail::encode_chunk_team_f32{in, n, dim, slots, sizes});
 //
@@ -22,7 +22,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "hcomm/codec/mpc_kernels.hpp"
+#include "hcomm/codec/mpc/format.hpp"
 #include "hcomm/core/macros.hpp"
 #include "hcomm/exec/team.hpp"
 
