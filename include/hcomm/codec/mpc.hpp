@@ -38,10 +38,10 @@
 //    every size against the bitmaps before it writes anything.
 //  Every decision (stride, raw or packed, payload size) is taken by kernels reading
 //  executor memory: encoding never synchronises the host.
-//  Device executors code float chunks with team kernels (codec/mpc_team.hpp: a chunk per
+//  Device executors code float chunks with team kernels (codec/mpc/team.hpp: a chunk per
 //  thread block, warp ballots, shuffles and bit transposes, words placed by team scans).
 //  On x86-64 hosts the chunk kernels also carry an AVX2 version (an intrinsics path for
-//  float and for double chunks), picked at run time (codec/mpc_kernels.hpp); the bytes do
+//  float and for double chunks), picked at run time (codec/mpc/avx2/); the bytes do
 //  not depend on it.
 //
 // Payload layout (little-endian; the frame header in codec/frame.hpp comes before it):
@@ -263,7 +263,7 @@ struct mpc_codec {
 
  private:
   // Device executors that run team kernels code float chunks a team per chunk
-  // (codec/mpc_team.hpp); double chunks, and executors without launch, take the flat kernels.
+  // (codec/mpc/team.hpp); double chunks, and executors without launch, take the flat kernels.
   template <class Exec>
   static constexpr bool uses_team_kernels = Exec::is_device && exec::team_executor<Exec> && sizeof(T) == 4;
 
