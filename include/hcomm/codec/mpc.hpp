@@ -72,19 +72,26 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "hcomm/codec/mpc_kernels.hpp"
 #include "hcomm/codec/mpc_team.hpp"
 #include "hcomm/core/checksum.hpp"
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"
-#include "hcomm/policy/compressor.hpp"
+#include "hcomm/codec/id.hpp"
+#include "hcomm/codec/traits.hpp"
 
 namespace hcomm::codec {
 
 template <floating_element T>
 struct mpc_codec {
   static constexpr codec_id id = codec_id::mpc;
+  static constexpr std::string_view name = "mpc";
+  static constexpr bool lossy = false;
+  static constexpr param_use parameter = param_use::optional;
+  static constexpr std::string_view usage = "mpc[:DIM]";
+  static constexpr std::string_view param_help = "mpc takes a dimension 0 (auto) or 1..32";
   using value_type = T;
   using word_type = word_of<T>;
 
