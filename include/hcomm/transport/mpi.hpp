@@ -1,4 +1,4 @@
-// hcomm/comm/mpi.hpp: the thin layer between hcomm and the MPI C API.
+// hcomm/transport/mpi.hpp: the thin layer between hcomm and the MPI C API.
 //
 //   HCOMM_MPI_CHECK(MPI_Send(buf, n, MPI_BYTE, peer, tag, comm));  // throws hcomm::error
 //   hcomm::mpi::owned_comm c = hcomm::mpi::dup(MPI_COMM_WORLD);     // freed on destruction

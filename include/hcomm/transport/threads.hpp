@@ -1,4 +1,4 @@
-// hcomm/comm/threads.hpp: fits the default thread count (hcomm/exec/threads.hpp) to the
+// hcomm/transport/threads.hpp: fits the default thread count (hcomm/exec/threads.hpp) to the
 // ranks of a communicator that share this node, from their actual affinity masks.
 //
 //   hcomm::mpi::fit_threads(MPI_COMM_WORLD);    // collective; every hcomm communicator calls it
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "hcomm/comm/mpi.hpp"
+#include "hcomm/transport/mpi.hpp"
 #include "hcomm/exec/threads.hpp"
 
 namespace hcomm::mpi {
