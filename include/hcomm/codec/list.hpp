@@ -47,6 +47,15 @@ constexpr bool all_families(codec_list<Cs...>) {
   return (codec_family<Cs> && ...);
 }
 template <class L>
+struct each;
+template <template <class> class... Cs>
+struct each<codec_list<Cs...>> {
+  template <class F>
+  static constexpr void run(F& f) {
+    (f(family_traits<Cs>{}), ...);
+  }
+};
+template <class L>
 constexpr bool checked_list() {
   static_assert(is_codec_list<L>::value, "hcomm: a codec list is hcomm::codec::codec_list<Codec...>");
   if constexpr (is_codec_list<L>::value) {
@@ -66,7 +75,7 @@ concept codec_list_type = detail::is_codec_list<L>::value && detail::checked_lis
 // Calls f(family_traits<Codec>{}) for each codec of the list, in order.
 template <codec_list_type L, class F>
 constexpr void for_each_codec(F&& f) {
-  [&]<template <class> class... Cs>(codec_list<Cs...>) { (f(family_traits<Cs>{}), ...); }(L{});
+  detail::each<L>::run(f);
 }
 
 // Whether the list has a codec with this id.

@@ -82,9 +82,10 @@ concept codec_type =
     };
 
 // A codec family, as a list names it: Codec<T> for the element types it takes, one id and
-// one name for all of them.
+// one name for all of them. (A constexpr bool, not a concept: nvcc cannot compile concepts
+// over template template arguments.)
 template <template <class> class Codec>
-concept codec_family = (codec_type<Codec<float>> || codec_type<Codec<double>>) &&
+inline constexpr bool codec_family = (codec_type<Codec<float>> || codec_type<Codec<double>>) &&
                        (!codec_type<Codec<float>> || !codec_type<Codec<double>> ||
                         (Codec<float>::id == Codec<double>::id && Codec<float>::name == Codec<double>::name &&
                          Codec<float>::lossy == Codec<double>::lossy));
