@@ -5,9 +5,10 @@
 //   hcomm::bundle<hcomm::scheme::zhybrid<16, 8>> b(g);
 //   b.dp().allreduce(std::span<float>(grads));
 //
-// The codec kernels (codec/*_kernels.hpp) come through their codecs; the CUDA and Kokkos
-// executors through exec/exec.hpp when the build and the compiler can use them. The MPI
-// layers (topology, algorithm, comm) need HCOMM_HAS_MPI.
+// Layers from the bottom: core, exec, policy, codec, transport, topology, algorithm, comm
+// (the facade). The codec kernels come through their codecs; the CUDA and Kokkos executors
+// through exec/exec.hpp when the build and the compiler can use them. The MPI layers
+// (transport, topology, algorithm, comm) need HCOMM_HAS_MPI.
 #pragma once
 #include "hcomm/core/config.hpp"
 #include "hcomm/core/dtype.hpp"
@@ -17,15 +18,30 @@
 #include "hcomm/exec/exec.hpp"
 #include "hcomm/policy/axis.hpp"
 #include "hcomm/policy/compressor.hpp"
-#include "hcomm/codec/frame.hpp"
+#include "hcomm/codec/id.hpp"
+#include "hcomm/codec/traits.hpp"
+#include "hcomm/codec/list.hpp"
 #include "hcomm/codec/none.hpp"
 #include "hcomm/codec/mpc.hpp"
 #include "hcomm/codec/zfp.hpp"
 #include "hcomm/codec/registry.hpp"
+#include "hcomm/codec/frame.hpp"
+#include "hcomm/codec/config.hpp"
+#include "hcomm/codec/engine.hpp"
 #include "hcomm/codec/codec.hpp"
 #if HCOMM_HAS_MPI
-#include "hcomm/comm/mpi.hpp"
+#include "hcomm/transport/mpi.hpp"
+#include "hcomm/transport/threads.hpp"
+#include "hcomm/transport/mpi_host.hpp"
 #include "hcomm/topology/grid.hpp"
+#include "hcomm/algorithm/options.hpp"
+#include "hcomm/algorithm/stats.hpp"
+#include "hcomm/algorithm/chunks.hpp"
+#include "hcomm/algorithm/buffer.hpp"
+#include "hcomm/algorithm/workspace.hpp"
+#include "hcomm/algorithm/residual.hpp"
+#include "hcomm/algorithm/validation.hpp"
+#include "hcomm/algorithm/vector_ops.hpp"
 #include "hcomm/algorithm/context.hpp"
 #include "hcomm/algorithm/p2p.hpp"
 #include "hcomm/algorithm/ring.hpp"

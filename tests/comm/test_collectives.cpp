@@ -35,7 +35,7 @@ struct setting {
 // Error bound of one ZFP fixed-rate compression relative to the block's largest magnitude, as
 // the tests use it: 2^(1 - (R - 3)) — about R - 3 bit planes per value survive the 1-D block
 // header (9 bits / 4 values), minus 1 bit for the lifting transform's gain. Smooth data does
-// better (measured max 1e-2 at R=8, 2e-5 at R=16 on 4 ranks); this has to catch a broken ring.
+// much better; this bound has to catch a broken ring, not describe the codec.
 double zfp_rel_bound(unsigned rate) { return std::ldexp(1.0, 4 - static_cast<int>(rate)); }
 
 template <class T>

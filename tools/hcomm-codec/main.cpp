@@ -92,7 +92,7 @@ CLI::Validator codec_spec() {
           return tools::bare_message(e);
         }
       },
-      "none|mpc[:DIM]|zfp:RATE");
+      hc::list_usages<hc::registered_codecs>([](auto) { return true; }, "|", "|"));
 }
 
 // Why IN cannot be read (it does not exist, is a directory, cannot be opened), or "".

@@ -277,7 +277,7 @@ CLI::Validator codec_spec() {
           return tools::bare_message(e);
         }
       },
-      "none|mpc[:DIM]|zfp:RATE");
+      hcomm::codec::list_usages<hcomm::codec::registered_codecs>([](auto) { return true; }, "|", "|"));
 }
 
 CLI::Validator scheme_spec() {

@@ -2,17 +2,16 @@
 //
 //   hcomm::algorithm::broadcast(cx, hcomm::codec::parse_config("mpc"), std::span<float>(w), /*root=*/0);
 //
-// The root compresses the buffer segment by segment into one contiguous run of frames;
-// MPI_Bcast carries the frame sizes, then the frames (MPI's own tree). Every rank decodes
+// The root compresses the buffer segment by segment into one contiguous run of frames; the
+// transport's broadcast carries the frame sizes, then the frames (MPI's own tree). Every rank decodes
 // the same frames; with a lossy codec the root also replaces its buffer by the decoded
 // values, so all ranks end bitwise identical. (No segment pipelining here: the frames are
-// broadcast once all are compressed.) Below options::threshold_bytes: plain MPI_Bcast.
+// broadcast once all are compressed.) Below options::threshold_bytes: the transport's own
+// broadcast of the values. Buffers live in the context's executor memory.
 #pragma once
-#include <mpi.h>
-
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <span>
 #include <string>
 
@@ -20,11 +19,13 @@
 
 namespace hcomm::algorithm {
 
-template <floating_element T>
-void broadcast(context& cx, codec::config cfg, std::span<T> data, int root) {
+template <floating_element T, context_type Cx>
+void broadcast(Cx& cx, codec::config cfg, std::span<T> data, int root) {
+  using Tr = typename Cx::transport_type;
+  auto& ws = cx.memory();
   cx.check_usable();
   const codec::config c = frame_config<T>(cx, cfg);
-  context::timer tm(cx);
+  typename Cx::timer tm(cx);
   const int p = cx.size(), r = cx.rank();
   if (root < 0 || root >= p)
     fail(errc::invalid_argument,
@@ -34,8 +35,8 @@ void broadcast(context& cx, codec::config cfg, std::span<T> data, int root) {
   const std::size_t n = data.size();
   if (n == 0 || p == 1) return;
   if (go_raw<T>(cx, c, n)) {
-    HCOMM_MPI_CHECK(MPI_Bcast(data.data(), mpi::count_of(n, "broadcast elements"), mpi::datatype_of<T>(), root,
-                              cx.comm()));
+    if constexpr (Cx::executor_type::is_device) cx.executor().synchronize();
+    Tr::broadcast_values(data.data(), n, root, cx.comm());
     if (r == root) {
       cx.counters().raw_bytes += n * sizeof(T);
       cx.counters().wire_bytes += n * sizeof(T);
@@ -44,17 +45,17 @@ void broadcast(context& cx, codec::config cfg, std::span<T> data, int root) {
   }
   // The frames lie end to end in buffer 0: the root grows it while compressing (nothing is in
   // flight yet), the others size it from the announced total. So memory follows the frames'
-  // real size, not ZFP's worst case (every value non-finite).
-  const std::size_t E = cx.segment_elems<T>(), ns = cx.segments_of<T>(n);
-  const std::size_t bound = codec::max_frame_bytes(c, E);
-  auto& sz = cx.sizes(0, ns);
+  // real size, not the codec's worst case (ZFP's: every value non-finite).
+  const std::size_t E = cx.template segment_elems<T>(), ns = cx.template segments_of<T>(n);
+  const std::size_t bound = codec::max_frame_bytes<typename Cx::codecs>(c, E);
+  auto& sz = ws.sizes(0, ns);
   static_assert(sizeof(std::size_t) == sizeof(std::uint64_t), "hcomm: frame sizes travel as 64-bit words");
   if (r == root) {
-    const bool lossy = c.codec == codec_id::zfp;
+    const bool lossy = codec::is_lossy<typename Cx::codecs>(c);
     std::size_t at = 0;
     for (std::size_t k = 0; k < ns; ++k) {
       const std::size_t off = k * E, len = std::min(E, n - off);
-      std::byte* f = cx.buffer(0, at + bound) + at;  // (vectors grow geometrically)
+      std::byte* f = ws.buffer(0, at + bound) + at;  // (buffers grow geometrically, keeping their bytes)
       sz[k] = cx.compress(c, data.data() + off, len, f, bound);
       if (lossy) cx.decompress(f, sz[k], data.data() + off, len);
       cx.before_send(f, sz[k]);
@@ -63,18 +64,14 @@ void broadcast(context& cx, codec::config cfg, std::span<T> data, int root) {
     cx.counters().raw_bytes += n * sizeof(T);
     cx.counters().wire_bytes += at;
   }
-  HCOMM_MPI_CHECK(MPI_Bcast(sz.data(), static_cast<int>(ns), MPI_UINT64_T, root, cx.comm()));
+  Tr::broadcast_words(reinterpret_cast<std::uint64_t*>(sz.data()), ns, root, cx.comm());
   std::size_t total = 0;
   for (std::size_t k = 0; k < ns; ++k) {
     if (sz[k] > bound) fail(errc::corrupt_frame, cx.label() + " broadcast: root announced a frame larger than possible");
     total += sz[k];
   }
-  std::byte* buf = cx.buffer(0, total);
-  for (std::size_t at = 0; at < total;) {  // pieces below MPI's int count
-    const std::size_t piece = std::min<std::size_t>(total - at, std::size_t{1} << 30);
-    HCOMM_MPI_CHECK(MPI_Bcast(buf + at, static_cast<int>(piece), MPI_BYTE, root, cx.comm()));
-    at += piece;
-  }
+  std::byte* buf = ws.buffer(0, total);
+  Tr::broadcast_bytes(buf, total, root, cx.comm());
   if (r == root) return;
   deferred_error err;
   std::size_t at = 0;

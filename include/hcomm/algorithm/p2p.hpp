@@ -8,15 +8,14 @@
 //
 // Wire format: a message of n values is a sequence of frames, one per segment, all with the
 // caller's tag (MPI keeps their order). Small or uncompressed messages are one frame of the
-// none codec whose payload is the caller's buffer itself (an MPI struct type of header +
-// data, no copy). Either way the header tells the receiver the sender's count, dtype and
+// list's identity codec (none) whose payload is the caller's buffer itself (the transport
+// sends header + data as one message, no copy). Either way the header tells the receiver the sender's count, dtype and
 // codec, so a receiver that expects something else throws errc::mismatch saying what
 // differed. A corrupted frame (checksum) is reported after the rest of the message has been
 // received (the sender is not left blocked); a protocol mismatch cancels the receives not
-// yet matched.
+// yet matched. Frame slots live in the context's executor memory.
 #pragma once
-#include <mpi.h>
-
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -34,13 +33,16 @@ namespace hcomm::algorithm {
 // request destroyed without wait() still completes its MPI transfers (so buffers and peers
 // are safe), but a receive is then not decoded (its buffer is undefined) and errors are lost.
 // A failed receive leaves the caller's buffer undefined too.
-class request {
+template <class Cx>
+class basic_request {
+  using Tr = typename Cx::transport_type;
+
  public:
-  request() = default;
-  request(const request&) = delete;
-  request& operator=(const request&) = delete;
-  request(request&& o) noexcept { *this = std::move(o); }
-  request& operator=(request&& o) noexcept {
+  basic_request() = default;
+  basic_request(const basic_request&) = delete;
+  basic_request& operator=(const basic_request&) = delete;
+  basic_request(basic_request&& o) noexcept { *this = std::move(o); }
+  basic_request& operator=(basic_request&& o) noexcept {
     if (this != &o) {
       finish_quietly();
       cx_ = std::exchange(o.cx_, nullptr);
@@ -58,49 +60,45 @@ class request {
     }
     return *this;
   }
-  ~request() { finish_quietly(); }
+  ~basic_request() { finish_quietly(); }
 
   bool pending() const noexcept { return cx_ != nullptr; }
 
   void wait() {
     if (!cx_) return;
-    context& cx = *cx_;
-    context::timer tm(cx);
+    Cx& cx = *cx_;
+    typename Cx::timer tm(cx);
     deferred_error err;
     const unsigned idle = cx.idle_sleep_us();
     if (!recv_) {
-      int rc = MPI_SUCCESS;
+      int rc = Tr::success;
       for (auto& r : reqs_) {
-        const int rk = mpi::wait(&r, MPI_STATUS_IGNORE, idle);
-        if (rc == MPI_SUCCESS) rc = rk;
+        const int rk = Tr::wait(&r, nullptr, idle);
+        if (rc == Tr::success) rc = rk;
       }
       release();
-      if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Wait (send)", HCOMM_WHERE_);
+      if (rc != Tr::success) Tr::fail(rc, "wait (send)", HCOMM_WHERE_);
       return;
     }
-    std::byte* buf = cx.slot(slot_).data();
+    std::byte* buf = cx.memory().slot(slot_).data();
     const std::string who = cx.label() + " recv from rank " + std::to_string(peer_);
     for (std::size_t k = 0; k < reqs_.size(); ++k) {
-      MPI_Status st;
-      const int rc = mpi::wait(&reqs_[k], &st, idle);
+      typename Tr::status_type st;
+      const int rc = Tr::wait(&reqs_[k], &st, idle);
       try {
-        if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Wait (recv)", HCOMM_WHERE_);
-        int got = 0;
-        HCOMM_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &got));
+        if (rc != Tr::success) Tr::fail(rc, "wait (recv)", HCOMM_WHERE_);
+        const std::size_t got = Tr::received_bytes(st);
         if (raw_) {
-          check_raw(buf, static_cast<std::size_t>(got));
+          check_raw(cx, buf, got);
         } else {
           const std::size_t off = k * seg_, len = std::min(seg_, n_ - off);
-          decode(cx, buf + k * slot_bytes_, static_cast<std::size_t>(got), off, len);
+          decode(cx, buf + k * slot_bytes_, got, off, len);
         }
       } catch (const error& e) {
         err.record(e, who + " segment " + std::to_string(k));
         if (e.code() != errc::corrupt_frame) {  // the protocol diverged: stop waiting
           cx.keep_comm_alive();  // (the sender's remaining frames stay unmatched)
-          for (std::size_t j = k + 1; j < reqs_.size(); ++j) {
-            MPI_Cancel(&reqs_[j]);
-            MPI_Wait(&reqs_[j], MPI_STATUS_IGNORE);
-          }
+          for (std::size_t j = k + 1; j < reqs_.size(); ++j) Tr::cancel(&reqs_[j]);
           break;
         }
       }
@@ -110,20 +108,27 @@ class request {
   }
 
  private:
-  template <floating_element T>
-  friend request isend(context&, codec::config, std::span<const T>, int, int);
-  template <floating_element T>
-  friend request irecv(context&, codec::config, std::span<T>, int, int);
+  template <floating_element T, class C>
+  friend basic_request<C> isend(C&, codec::config, std::span<const T>, int, int);
+  template <floating_element T, class C>
+  friend basic_request<C> irecv(C&, codec::config, std::span<T>, int, int);
 
-  void decode(context& cx, const std::byte* frame, std::size_t bytes, std::size_t off, std::size_t len) {
+  void decode(Cx& cx, const std::byte* frame, std::size_t bytes, std::size_t off, std::size_t len) {
     if (type_ == dtype::f32) cx.decompress(frame, bytes, static_cast<float*>(out_) + off, len);
     else cx.decompress(frame, bytes, static_cast<double*>(out_) + off, len);
   }
   // The raw message was received as [header][caller's buffer]; check the header agrees.
-  void check_raw(const std::byte* head, std::size_t got) const {
-    const codec::frame_info f = codec::read_header(head, got);
-    if (f.codec != codec_id::none)
-      fail(errc::mismatch, "peer sent a " + codec::codec_name(f.codec) + " frame of " + std::to_string(f.count) +
+  void check_raw(Cx& cx, const std::byte* head, std::size_t got) const {
+    using Codecs = typename Cx::codecs;
+    const void* h = head;
+    unsigned char host_head[codec::header_bytes] = {};
+    if constexpr (Cx::executor_type::is_device) {
+      if (got >= codec::header_bytes) cx.executor().to_host(host_head, head, codec::header_bytes);
+      h = host_head;
+    }
+    const codec::frame_info f = codec::read_header<Codecs>(h, got);
+    if (f.codec != codec::identity_id<Codecs>())
+      fail(errc::mismatch, "peer sent a " + codec::codec_name<Codecs>(f.codec) + " frame of " + std::to_string(f.count) +
                                " values where this rank expected " + std::to_string(n_) +
                                " uncompressed values (sizes or codecs differ between the two ranks)");
     if (f.type != type_)
@@ -135,41 +140,33 @@ class request {
       fail(errc::corrupt_frame, "raw message of " + std::to_string(got) + " bytes does not match its header");
   }
   void release() noexcept {
-    if (cx_) cx_->release_slot(slot_);
+    if (cx_) cx_->memory().release_slot(slot_);
     cx_ = nullptr;
     reqs_.clear();
   }
   void finish_quietly() noexcept {
     if (!cx_) return;
-    for (auto& r : reqs_) MPI_Wait(&r, MPI_STATUS_IGNORE);
+    for (auto& r : reqs_) Tr::wait_quietly(&r);
     release();
   }
 
-  context* cx_ = nullptr;
+  Cx* cx_ = nullptr;
   std::size_t slot_ = 0;
   bool recv_ = false, raw_ = false;
   dtype type_ = dtype::f32;
   void* out_ = nullptr;
   std::size_t n_ = 0, elem_ = 4, seg_ = 0, slot_bytes_ = 0;
   int peer_ = -1;
-  std::vector<MPI_Request> reqs_;
+  std::vector<typename Tr::request_type> reqs_;
 };
+
+// The request of the host executor, MPI and the library's codecs.
+using request = basic_request<context>;
 
 namespace detail {
 
-// MPI type for [64-byte header at `head`][bytes at `data`], addressed from MPI_BOTTOM.
-inline MPI_Datatype header_plus_data(const void* head, const void* data, std::size_t data_bytes) {
-  int lens[2] = {static_cast<int>(codec::header_bytes), mpi::count_of(data_bytes, "uncompressed message")};
-  MPI_Aint disp[2];
-  HCOMM_MPI_CHECK(MPI_Get_address(head, &disp[0]));
-  HCOMM_MPI_CHECK(MPI_Get_address(data ? data : head, &disp[1]));
-  MPI_Datatype t;
-  HCOMM_MPI_CHECK(MPI_Type_create_hindexed(data_bytes ? 2 : 1, lens, disp, MPI_BYTE, &t));
-  HCOMM_MPI_CHECK(MPI_Type_commit(&t));
-  return t;
-}
-
-inline void check_peer(const context& cx, int peer, int tag, const char* what) {
+template <class Cx>
+void check_peer(const Cx& cx, int peer, int tag, const char* what) {
   if (peer < 0 || peer >= cx.size())
     fail(errc::invalid_argument, cx.label() + " " + what + ": peer " + std::to_string(peer) +
                                      " is not a rank of this communicator (size " + std::to_string(cx.size()) + ")");
@@ -178,92 +175,100 @@ inline void check_peer(const context& cx, int peer, int tag, const char* what) {
 
 }  // namespace detail
 
-template <floating_element T>
-request isend(context& cx, codec::config cfg, std::span<const T> x, int peer, int tag) {
+template <floating_element T, class Cx>
+basic_request<Cx> isend(Cx& cx, codec::config cfg, std::span<const T> x, int peer, int tag) {
+  static_assert(context_type<Cx>, "hcomm: isend takes a basic_context<...>");
+  using Tr = typename Cx::transport_type;
+  using Codecs = typename Cx::codecs;
+  const auto& ex = cx.executor();
   cx.check_usable();
   detail::check_peer(cx, peer, tag, "send");
   const codec::config c = frame_config<T>(cx, cfg);
-  context::timer tm(cx, false);
-  request rq;
+  typename Cx::timer tm(cx, false);
+  basic_request<Cx> rq;
   rq.cx_ = &cx;
-  rq.slot_ = cx.acquire_slot();
+  rq.slot_ = cx.memory().acquire_slot();
   rq.peer_ = peer;
-  auto& buf = cx.slot(rq.slot_);
+  auto& buf = cx.memory().slot(rq.slot_);
   const std::size_t n = x.size();
   if (go_raw<T>(cx, c, n)) {
-    if (buf.size() < codec::header_bytes) buf.resize(codec::header_bytes);
+    std::byte* head = buf.ensure(codec::header_bytes);
     std::uint64_t payload = n * sizeof(T);
-    codec::write_header_kernel{reinterpret_cast<unsigned char*>(buf.data()), static_cast<std::uint8_t>(codec_id::none),
-                               static_cast<std::uint8_t>(dtype_of<T>), 0, 0, n, &payload, nullptr, nullptr}(0);
-    MPI_Datatype t = detail::header_plus_data(buf.data(), x.data(), n * sizeof(T));
+    codec::write_header_kernel hk{nullptr, static_cast<std::uint8_t>(codec::identity_id<Codecs>()),
+                                  static_cast<std::uint8_t>(dtype_of<T>), 0, 0, n, &payload, nullptr, nullptr};
+    if constexpr (Cx::executor_type::is_device) {  // written on the host, then moved
+      unsigned char h[codec::header_bytes];
+      hk.out = h;
+      hk(0);
+      ex.from_host(head, h, codec::header_bytes);
+      ex.synchronize();
+    } else {
+      hk.out = reinterpret_cast<unsigned char*>(head);
+      hk(0);
+    }
     rq.reqs_.resize(1);
-    const int rc = MPI_Isend(MPI_BOTTOM, 1, t, peer, tag, cx.comm(), &rq.reqs_[0]);
-    MPI_Type_free(&t);
-    if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Isend", HCOMM_WHERE_);
+    Tr::isend_with_header(head, codec::header_bytes, x.data(), n * sizeof(T), peer, tag, cx.comm(), &rq.reqs_[0]);
     cx.counters().raw_bytes += n * sizeof(T);
     cx.counters().wire_bytes += n * sizeof(T) + codec::header_bytes;
     return rq;
   }
-  const std::size_t E = cx.segment_elems<T>(), slot = cx.p2p_slot_bytes<T>(c), ns = cx.segments_of<T>(n);
-  if (buf.size() < ns * slot) buf.resize(ns * slot);
-  rq.reqs_.assign(ns, MPI_REQUEST_NULL);
+  const std::size_t E = cx.template segment_elems<T>(), slot = cx.template p2p_slot_bytes<T>(c),
+                    ns = cx.template segments_of<T>(n);
+  std::byte* frames = buf.ensure(ns * slot);
+  rq.reqs_.assign(ns, Tr::null_request());
   for (std::size_t k = 0; k < ns; ++k) {  // compress k+1 while k is on the wire
     const std::size_t off = k * E, len = std::min(E, n - off);
-    const std::size_t bytes = cx.compress(c, x.data() + off, len, buf.data() + k * slot, slot);
-    cx.before_send(buf.data() + k * slot, bytes);
-    HCOMM_MPI_CHECK(MPI_Isend(buf.data() + k * slot, static_cast<int>(bytes), MPI_BYTE, peer, tag, cx.comm(),
-                              &rq.reqs_[k]));
+    const std::size_t bytes = cx.compress(c, x.data() + off, len, frames + k * slot, slot);
+    cx.before_send(frames + k * slot, bytes);
+    Tr::isend(frames + k * slot, bytes, peer, tag, cx.comm(), &rq.reqs_[k]);
     cx.counters().raw_bytes += len * sizeof(T);
     cx.counters().wire_bytes += bytes;
   }
   return rq;
 }
 
-template <floating_element T>
-request irecv(context& cx, codec::config cfg, std::span<T> x, int peer, int tag) {
+template <floating_element T, class Cx>
+basic_request<Cx> irecv(Cx& cx, codec::config cfg, std::span<T> x, int peer, int tag) {
+  static_assert(context_type<Cx>, "hcomm: irecv takes a basic_context<...>");
+  using Tr = typename Cx::transport_type;
   cx.check_usable();
   detail::check_peer(cx, peer, tag, "recv");
   const codec::config c = frame_config<T>(cx, cfg);
-  context::timer tm(cx, false);
-  request rq;
+  typename Cx::timer tm(cx, false);
+  basic_request<Cx> rq;
   rq.cx_ = &cx;
-  rq.slot_ = cx.acquire_slot();
+  rq.slot_ = cx.memory().acquire_slot();
   rq.peer_ = peer;
   rq.recv_ = true;
   rq.type_ = dtype_of<T>;
   rq.elem_ = sizeof(T);
   rq.out_ = x.data();
   rq.n_ = x.size();
-  auto& buf = cx.slot(rq.slot_);
+  auto& buf = cx.memory().slot(rq.slot_);
   const std::size_t n = x.size();
   if (go_raw<T>(cx, c, n)) {
     rq.raw_ = true;
-    if (buf.size() < codec::header_bytes) buf.resize(codec::header_bytes);
-    MPI_Datatype t = detail::header_plus_data(buf.data(), x.data(), n * sizeof(T));
+    std::byte* head = buf.ensure(codec::header_bytes);
     rq.reqs_.resize(1);
-    const int rc = MPI_Irecv(MPI_BOTTOM, 1, t, peer, tag, cx.comm(), &rq.reqs_[0]);
-    MPI_Type_free(&t);
-    if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Irecv", HCOMM_WHERE_);
+    Tr::irecv_with_header(head, codec::header_bytes, x.data(), n * sizeof(T), peer, tag, cx.comm(), &rq.reqs_[0]);
     return rq;
   }
-  const std::size_t slot = cx.p2p_slot_bytes<T>(c), ns = cx.segments_of<T>(n);
-  rq.seg_ = cx.segment_elems<T>();
+  const std::size_t slot = cx.template p2p_slot_bytes<T>(c), ns = cx.template segments_of<T>(n);
+  rq.seg_ = cx.template segment_elems<T>();
   rq.slot_bytes_ = slot;
-  if (buf.size() < ns * slot) buf.resize(ns * slot);
-  rq.reqs_.assign(ns, MPI_REQUEST_NULL);
-  for (std::size_t k = 0; k < ns; ++k)
-    HCOMM_MPI_CHECK(MPI_Irecv(buf.data() + k * slot, static_cast<int>(slot), MPI_BYTE, peer, tag, cx.comm(),
-                              &rq.reqs_[k]));
+  std::byte* frames = buf.ensure(ns * slot);
+  rq.reqs_.assign(ns, Tr::null_request());
+  for (std::size_t k = 0; k < ns; ++k) Tr::irecv(frames + k * slot, slot, peer, tag, cx.comm(), &rq.reqs_[k]);
   return rq;
 }
 
-template <floating_element T>
-void send(context& cx, const codec::config& cfg, std::span<const T> x, int peer, int tag) {
+template <floating_element T, class Cx>
+void send(Cx& cx, const codec::config& cfg, std::span<const T> x, int peer, int tag) {
   isend(cx, cfg, x, peer, tag).wait();
 }
 
-template <floating_element T>
-void recv(context& cx, const codec::config& cfg, std::span<T> x, int peer, int tag) {
+template <floating_element T, class Cx>
+void recv(Cx& cx, const codec::config& cfg, std::span<T> x, int peer, int tag) {
   irecv(cx, cfg, x, peer, tag).wait();
 }
 

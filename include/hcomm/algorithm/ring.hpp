@@ -16,7 +16,9 @@
 //   segment across its steps: a segment is re-compressed and sent on as soon as it has been
 //   received, decoded and added, while the later segments of the step are still arriving
 //   (detail::ring_pipeline).
-// Messages below options::threshold_bytes go uncompressed through MPI's own collectives.
+// Messages below options::threshold_bytes go uncompressed through the transport's own
+// collectives. Every step runs on the context's executor, in its memory; the transport moves
+// the frames (transport/mpi_host.hpp).
 //
 // Error feedback (residual != nullptr): the input is x + e (e = the previous residual);
 // every compression this rank performs (its contribution at step 0, the partial sums it
@@ -24,16 +26,16 @@
 // the difference between the true and the decoded sum, so adding it back next step makes
 // the running sum of results track the running true sum.
 #pragma once
-#include <mpi.h>
-
+#include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <exception>
 #include <span>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "hcomm/algorithm/context.hpp"
+#include "hcomm/algorithm/vector_ops.hpp"
 
 namespace hcomm::algorithm {
 
@@ -46,11 +48,6 @@ namespace detail {
 inline constexpr int tag_reduce_scatter = 0x4843;  // "HC"
 inline constexpr int tag_allgather = 0x4844;
 inline constexpr int tag_second_part = 2;
-
-template <class T>
-void add_into(T* dst, const T* src, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) dst[i] += src[i];
-}
 
 // The ring of reduce-scatter and/or allgather, pipelined segment by segment across steps.
 //
@@ -74,23 +71,28 @@ void add_into(T* dst, const T* src, std::size_t n) noexcept {
 // step 0, each partial sum it forwards, its owned chunk) records what it lost into residual
 // (laid out like data). A frame that fails to decode is recorded in err and the pattern goes
 // on (the peers are not left waiting); the error is thrown by the caller at the end.
-template <class T>
-void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& ch, T* residual, bool do_rs,
-                   bool do_ag, deferred_error& err) {
+template <class T, class Cx>
+void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T* residual, bool do_rs, bool do_ag,
+                   deferred_error& err) {
+  using Tr = typename Cx::transport_type;
+  using request_type = typename Cx::request_type;
+  using buffer_type = typename Cx::buffer_type;
+  const auto& ex = cx.executor();
+  auto& ws = cx.memory();
   const int p = cx.size(), r = cx.rank();
   const int right = (r + 1) % p, left = (r - 1 + p) % p;
-  const std::size_t E = cx.segment_elems<T>(), slot = cx.ring_slot_bytes<T>(c);
-  const std::size_t bound = codec::max_frame_bytes(c, E);
-  const std::size_t nseg = cx.segments_of<T>(ch.max_len());
-  const bool lossy = c.codec == codec_id::zfp;
+  const std::size_t E = cx.template segment_elems<T>(), slot = cx.template ring_slot_bytes<T>(c);
+  const std::size_t bound = codec::max_frame_bytes<typename Cx::codecs>(c, E);
+  const std::size_t nseg = cx.template segments_of<T>(ch.max_len());
+  const bool lossy = codec::is_lossy<typename Cx::codecs>(c);
   std::byte* set[3];
-  MPI_Request *req[3], *req2[3];               // per slot: the (first) message, the second part
-  std::vector<std::vector<std::byte>>* rest[3];  // per slot: a second part, when there is one
+  request_type *req[3], *req2[3];        // per slot: the (first) message, the second part
+  std::vector<buffer_type>* rest[3];     // per slot: a second part, when there is one
   for (int i = 0; i < 3; ++i) {
-    set[i] = cx.buffer(i, nseg * slot);
-    req[i] = cx.requests(i, nseg);
-    req2[i] = cx.requests(3 + i, nseg);
-    rest[i] = &cx.overflow(i, nseg);
+    set[i] = ws.buffer(i, nseg * slot);
+    req[i] = ws.requests(i, nseg);
+    req2[i] = ws.requests(3 + i, nseg);
+    rest[i] = &ws.overflow(i, nseg);
   }
   // If anything throws (an MPI error, an allocation), no request handle may outlive this call
   // in the context (a later call would wait on it or match its messages): pending receives are
@@ -98,47 +100,41 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   // is marked unusable (context::check_usable), since the peers' messages of this pattern
   // may still arrive and a later call could regrow the buffers under a freed send.
   struct unwind_guard {
-    context& cx;
-    MPI_Request** req;
-    MPI_Request** req2;
+    Cx& cx;
+    request_type** req;
+    request_type** req2;
     std::size_t n;
     int uncaught = std::uncaught_exceptions();
     ~unwind_guard() {
       if (std::uncaught_exceptions() == uncaught) return;
       cx.mark_interrupted("ring operation");
       for (int i = 0; i < 3; ++i)
-        for (MPI_Request* r : {req[i], req2[i]})
-          for (std::size_t k = 0; k < n; ++k) {
-            if (r[k] == MPI_REQUEST_NULL) continue;
-            // An unmatched receive is cancelled and completes here; a send (or a receive
-            // already under way) cannot be recalled: it is freed and finishes on its own.
-            MPI_Cancel(&r[k]);
-            int done = 0;
-            MPI_Test(&r[k], &done, MPI_STATUS_IGNORE);
-            if (r[k] != MPI_REQUEST_NULL) MPI_Request_free(&r[k]);
-          }
+        for (request_type* r : {req[i], req2[i]})
+          for (std::size_t k = 0; k < n; ++k) Tr::abandon(&r[k]);  // cancelled, or freed to finish
     }
   } guard{cx, req, req2, nseg};
-  std::byte* frame = cx.frame_scratch<T>(c);  // a whole frame: compressed into, or reassembled
+  std::byte* frame = cx.template frame_scratch<T>(c);  // a whole frame: compressed into, or reassembled
   auto chunk_of = [&](int q) { return static_cast<std::size_t>(((q % p) + p) % p); };
   auto slot_at = [&](int i, std::size_t k) { return set[i] + k * slot; };
   const unsigned idle = cx.idle_sleep_us();
+  const request_type null = Tr::null_request();
   auto settle = [&](int i, std::size_t k) {
-    if (req[i][k] != MPI_REQUEST_NULL) HCOMM_MPI_CHECK(mpi::wait(&req[i][k], MPI_STATUS_IGNORE, idle));
-    if (req2[i][k] != MPI_REQUEST_NULL) HCOMM_MPI_CHECK(mpi::wait(&req2[i][k], MPI_STATUS_IGNORE, idle));
+    for (request_type* q : {&req[i][k], &req2[i][k]})
+      if (*q != null) {
+        const int rc = Tr::wait(q, nullptr, idle);
+        if (rc != Tr::success) Tr::fail(rc, "wait", HCOMM_WHERE_);
+      }
   };
   auto post_recv = [&](int i, std::size_t k, int tag) {
     settle(i, k);
-    HCOMM_MPI_CHECK(MPI_Irecv(slot_at(i, k), mpi::count_of(slot, "frame slot"), MPI_BYTE, left, tag, cx.comm(), &req[i][k]));
+    Tr::irecv(slot_at(i, k), slot, left, tag, cx.comm(), &req[i][k]);
   };
   // Sends the frame in slot (i, k) (and its second part, when bytes >= slot).
   auto send = [&](int i, std::size_t k, std::size_t bytes, std::size_t raw, int tag) {
     std::byte* f = slot_at(i, k);
     const std::size_t first = std::min(bytes, slot);
-    HCOMM_MPI_CHECK(MPI_Isend(f, mpi::count_of(first, "frame"), MPI_BYTE, right, tag, cx.comm(), &req[i][k]));
-    if (bytes >= slot)
-      HCOMM_MPI_CHECK(MPI_Isend((*rest[i])[k].data(), mpi::count_of(bytes - slot, "frame"), MPI_BYTE, right,
-                                tag + tag_second_part, cx.comm(), &req2[i][k]));
+    Tr::isend(f, first, right, tag, cx.comm(), &req[i][k]);
+    if (bytes >= slot) Tr::isend((*rest[i])[k].data(), bytes - slot, right, tag + tag_second_part, cx.comm(), &req2[i][k]);
     cx.counters().raw_bytes += raw * sizeof(T);
     cx.counters().wire_bytes += bytes;
   };
@@ -147,34 +143,28 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   auto place = [&](int i, std::size_t k, std::size_t bytes) {
     cx.before_send(frame, bytes);
     if (bytes < slot) {
-      std::memcpy(slot_at(i, k), frame, bytes);
+      ex.copy(slot_at(i, k), frame, bytes);
       return;
     }
-    std::memcpy(slot_at(i, k), frame, slot);
-    (*rest[i])[k].assign(frame + slot, frame + bytes);
+    ex.copy(slot_at(i, k), frame, slot);
+    ex.copy((*rest[i])[k].ensure(bytes - slot), frame + slot, bytes - slot);
   };
   // Completes the receive in slot (i, k) (and receives a second part): the frame's size, or 0
   // with the error recorded.
   auto wait_recv = [&](int i, std::size_t k, const char* phase, int step, int tag) -> std::size_t {
-    MPI_Status st;
-    const int rc = mpi::wait(&req[i][k], &st, idle);
+    typename Tr::status_type st;
+    const int rc = Tr::wait(&req[i][k], &st, idle);
     try {
-      if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, "MPI_Wait", HCOMM_WHERE_);
-      int got = 0;
-      HCOMM_MPI_CHECK(MPI_Get_count(&st, MPI_BYTE, &got));
+      if (rc != Tr::success) Tr::fail(rc, "wait", HCOMM_WHERE_);
+      const std::size_t got = Tr::received_bytes(st);
       // (A frame is never shorter than its header: an empty message is a frame lost upstream,
       // which the sender has reported; this rank reports it too rather than skip the segment.)
-      if (static_cast<std::size_t>(got) < codec::header_bytes)
-        fail(errc::corrupt_frame, "frame of " + std::to_string(got) + " bytes (lost upstream)");
-      if (static_cast<std::size_t>(got) < slot) return static_cast<std::size_t>(got);
-      MPI_Message msg;
-      MPI_Status st2;
-      HCOMM_MPI_CHECK(MPI_Mprobe(left, tag + tag_second_part, cx.comm(), &msg, &st2));
-      int more = 0;
-      HCOMM_MPI_CHECK(MPI_Get_count(&st2, MPI_BYTE, &more));
-      (*rest[i])[k].resize(static_cast<std::size_t>(more));
-      HCOMM_MPI_CHECK(MPI_Mrecv((*rest[i])[k].data(), more, MPI_BYTE, &msg, MPI_STATUS_IGNORE));
-      return slot + static_cast<std::size_t>(more);
+      if (got < codec::header_bytes) fail(errc::corrupt_frame, "frame of " + std::to_string(got) + " bytes (lost upstream)");
+      if (got < slot) return got;
+      typename Tr::message_type msg;
+      const std::size_t more = Tr::probe(left, tag + tag_second_part, cx.comm(), &msg);
+      Tr::recv_probed(&msg, (*rest[i])[k].ensure(more), more);
+      return slot + more;
     } catch (const error& e) {
       err.record(e, cx.label() + " " + phase + " step " + std::to_string(step) + " segment " + std::to_string(k) +
                         " from rank " + std::to_string(left));
@@ -190,8 +180,8 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
         return true;
       }
       if (bytes > bound) fail(errc::corrupt_frame, "frame of " + std::to_string(bytes) + " bytes exceeds the codec's bound");
-      std::memcpy(frame, slot_at(i, k), slot);
-      if (bytes > slot) std::memcpy(frame + slot, (*rest[i])[k].data(), bytes - slot);
+      ex.copy(frame, slot_at(i, k), slot);
+      if (bytes > slot) ex.copy(frame + slot, (*rest[i])[k].data(), bytes - slot);
       cx.decompress(frame, bytes, dst, len);
       return true;
     } catch (const error& e) {
@@ -206,13 +196,12 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   auto compress = [&](T* src, T* res, std::size_t len, int i, std::size_t k, bool keep_decoded) {
     const std::size_t bytes = cx.compress(c, src, len, frame, bound);
     if (lossy && (res || keep_decoded)) {
-      T* dec = cx.scratch<T>(E);
+      T* dec = ws.template scratch<T>(E);
       cx.decompress(frame, bytes, dec, len);
-      if (res)
-        for (std::size_t j = 0; j < len; ++j) res[j] = src[j] - dec[j];
-      if (keep_decoded) std::memcpy(src, dec, len * sizeof(T));
+      if (res) loss_of(ex, res, src, dec, len);
+      if (keep_decoded) copy_values(ex, src, dec, len);
     } else if (res) {
-      std::memset(res, 0, len * sizeof(T));
+      zero_values(ex, res, len);
     }
     place(i, k, bytes);
     return bytes;
@@ -221,7 +210,7 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
   auto at = [&](T* base, std::size_t chunk, std::size_t k) { return base ? base + ch.off(chunk) + k * E : nullptr; };
   auto send_set = [](int step) { return 1 + (step & 1); };  // sets 1 and 2 alternate
 
-  auto segs = [&](std::size_t chunk) { return cx.segments_of<T>(ch.len(chunk)); };
+  auto segs = [&](std::size_t chunk) { return cx.template segments_of<T>(ch.len(chunk)); };
   // Receives of segments [from, to) of a step (chunks may differ by one segment).
   auto post_recvs = [&](int i, std::size_t from, std::size_t to, int tag) {
     for (std::size_t k = from; k < to; ++k) post_recv(i, k, tag);
@@ -253,8 +242,8 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
       for (std::size_t k = 0; k < segs(in); ++k) {
         const std::size_t len = seg_len(in, k);
         const std::size_t bytes = wait_recv(0, k, "reduce-scatter", s, tag_reduce_scatter);
-        T* dec = cx.scratch<T>(E);
-        if (bytes && decode(0, k, bytes, dec, len, "reduce-scatter", s)) add_into(at(data, in, k), dec, len);
+        T* dec = ws.template scratch<T>(E);
+        if (bytes && decode(0, k, bytes, dec, len, "reduce-scatter", s)) add_into(ex, at(data, in, k), dec, len);
         if (!last) {
           if (k < segs(next_in)) post_recv(0, k, tag_reduce_scatter);
           const int o = send_set(s + 1);
@@ -294,34 +283,41 @@ void ring_pipeline(context& cx, const codec::config& c, T* data, const chunks& c
     for (std::size_t k = 0; k < nseg; ++k) settle(i, k);
 }
 
-template <class T>
-void ring_bytes_estimate(context& cx, std::size_t bytes) {
+template <class T, class Cx>
+void ring_bytes_estimate(Cx& cx, std::size_t bytes) {
   cx.counters().raw_bytes += bytes;
   cx.counters().wire_bytes += bytes;
+}
+
+// Device executors finish their queued work before the transport reads the data.
+template <class Cx>
+void settle_executor(const Cx& cx) {
+  if constexpr (Cx::executor_type::is_device) cx.executor().synchronize();
 }
 
 }  // namespace detail
 
 // In-place sum over all ranks. residual: error-feedback state of data.size() values or null.
-template <floating_element T>
-void allreduce(context& cx, codec::config cfg, std::span<T> data, T* residual = nullptr) {
+template <floating_element T, context_type Cx>
+void allreduce(Cx& cx, codec::config cfg, std::span<T> data, T* residual = nullptr) {
+  using Tr = typename Cx::transport_type;
   cx.check_usable();
+  const auto& ex = cx.executor();
   const codec::config c = frame_config<T>(cx, cfg);
-  context::timer tm(cx);
+  typename Cx::timer tm(cx);
   cx.check_same(op_id::allreduce, data.size(), dtype_of<T>, c);
   const std::size_t n = data.size();
   const int p = cx.size();
   if (n == 0) return;
-  if (residual)
-    for (std::size_t i = 0; i < n; ++i) data[i] += residual[i];
+  if (residual) add_into(ex, data.data(), static_cast<const T*>(residual), n);
   if (p == 1) {
-    if (residual) std::memset(residual, 0, n * sizeof(T));
+    if (residual) zero_values(ex, residual, n);
     return;
   }
   if (go_raw<T>(cx, c, n)) {
-    if (residual) std::memset(residual, 0, n * sizeof(T));
-    HCOMM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data.data(), mpi::count_of(n, "allreduce elements"),
-                                  mpi::datatype_of<T>(), MPI_SUM, cx.comm()));
+    if (residual) zero_values(ex, residual, n);
+    detail::settle_executor(cx);
+    Tr::sum_allreduce(data.data(), n, cx.comm());
     detail::ring_bytes_estimate<T>(cx, 2 * (p - 1) * (n / p) * sizeof(T));
     return;
   }
@@ -332,11 +328,14 @@ void allreduce(context& cx, codec::config cfg, std::span<T> data, T* residual = 
 }
 
 // in holds p blocks of out.size() values; rank r gets the sum of everyone's block r.
-template <floating_element T>
-void reduce_scatter(context& cx, codec::config cfg, std::span<const T> in, std::span<T> out, T* residual = nullptr) {
+template <floating_element T, context_type Cx>
+void reduce_scatter(Cx& cx, codec::config cfg, std::span<const T> in, std::span<T> out, T* residual = nullptr) {
+  using Tr = typename Cx::transport_type;
   cx.check_usable();
+  const auto& ex = cx.executor();
+  auto& ws = cx.memory();
   const codec::config c = frame_config<T>(cx, cfg);
-  context::timer tm(cx);
+  typename Cx::timer tm(cx);
   const int p = cx.size(), r = cx.rank();
   const std::size_t m = out.size(), n = in.size();
   if (n != m * static_cast<std::size_t>(p))
@@ -347,38 +346,40 @@ void reduce_scatter(context& cx, codec::config cfg, std::span<const T> in, std::
   if (n == 0) return;
   const T* src = in.data();
   if (residual) {
-    T* w = cx.work<T>(n);
-    for (std::size_t i = 0; i < n; ++i) w[i] = in[i] + residual[i];
+    T* w = ws.template work<T>(n);
+    sum_of(ex, w, in.data(), static_cast<const T*>(residual), n);
     src = w;
   }
   if (p == 1 || go_raw<T>(cx, c, n)) {
-    if (residual) std::memset(residual, 0, n * sizeof(T));
+    if (residual) zero_values(ex, residual, n);
     if (p == 1) {
-      std::memcpy(out.data(), src, m * sizeof(T));
+      copy_values(ex, out.data(), src, m);
       return;
     }
-    HCOMM_MPI_CHECK(MPI_Reduce_scatter_block(src, out.data(), mpi::count_of(m, "reduce_scatter elements"),
-                                             mpi::datatype_of<T>(), MPI_SUM, cx.comm()));
+    detail::settle_executor(cx);
+    Tr::sum_reduce_scatter(src, out.data(), m, cx.comm());
     detail::ring_bytes_estimate<T>(cx, (p - 1) * m * sizeof(T));
     return;
   }
-  T* w = cx.work<T>(n);
-  if (src != w) std::memcpy(w, src, n * sizeof(T));
+  T* w = ws.template work<T>(n);
+  if (src != w) copy_values(ex, w, src, n);
   const chunks ch{n, static_cast<std::size_t>(p)};
   deferred_error err;
   detail::ring_pipeline(cx, c, w, ch, residual, true, false, err);
-  if (residual) std::memset(residual + ch.off(r), 0, m * sizeof(T));  // own block never compressed
-  std::memcpy(out.data(), w + ch.off(r), m * sizeof(T));
+  if (residual) zero_values(ex, residual + ch.off(r), m);  // own block never compressed
+  copy_values(ex, out.data(), static_cast<const T*>(w + ch.off(r)), m);
   err.raise();
 }
 
 // out holds p blocks of in.size() values; block q = rank q's input (decoded, so with a lossy
 // codec rank r's own block is what the others decode too: all ranks end identical).
-template <floating_element T>
-void allgather(context& cx, codec::config cfg, std::span<const T> in, std::span<T> out) {
+template <floating_element T, context_type Cx>
+void allgather(Cx& cx, codec::config cfg, std::span<const T> in, std::span<T> out) {
+  using Tr = typename Cx::transport_type;
   cx.check_usable();
+  const auto& ex = cx.executor();
   const codec::config c = frame_config<T>(cx, cfg);
-  context::timer tm(cx);
+  typename Cx::timer tm(cx);
   const int p = cx.size(), r = cx.rank();
   const std::size_t m = in.size(), n = out.size();
   if (n != m * static_cast<std::size_t>(p))
@@ -389,16 +390,16 @@ void allgather(context& cx, codec::config cfg, std::span<const T> in, std::span<
   if (m == 0) return;
   if (p == 1 || go_raw<T>(cx, c, n)) {
     if (p == 1) {
-      std::memcpy(out.data(), in.data(), m * sizeof(T));
+      copy_values(ex, out.data(), in.data(), m);
       return;
     }
-    HCOMM_MPI_CHECK(MPI_Allgather(in.data(), mpi::count_of(m, "allgather elements"), mpi::datatype_of<T>(),
-                                  out.data(), static_cast<int>(m), mpi::datatype_of<T>(), cx.comm()));
+    detail::settle_executor(cx);
+    Tr::allgather(in.data(), out.data(), m, cx.comm());
     detail::ring_bytes_estimate<T>(cx, (p - 1) * m * sizeof(T));
     return;
   }
   const chunks ch{n, static_cast<std::size_t>(p)};
-  std::memcpy(out.data() + ch.off(r), in.data(), m * sizeof(T));
+  copy_values(ex, out.data() + ch.off(r), in.data(), m);
   deferred_error err;
   detail::ring_pipeline(cx, c, out.data(), ch, static_cast<T*>(nullptr), false, true, err);
   err.raise();

@@ -5,8 +5,9 @@
 //   count, payload bytes, payload checksum, two reserved words (zero), header checksum.
 //
 //   hcomm::codec::frame_info info = hcomm::codec::read_header(bytes, n);  // throws on bad input
+//   auto mine = hcomm::codec::read_header<my_codecs>(bytes, n);        // a list of one's own
 //
-// The header has its own checksum so that a flipped bit in a size field is caught before the
+// A codec byte that no codec of the list carries makes the frame foreign. The header has its own checksum so that a flipped bit in a size field is caught before the
 // size is trusted; the payload checksum can be switched off (flags bit 0) for speed.
 #pragma once
 #include <cstddef>
@@ -14,10 +15,12 @@
 #include <cstring>
 #include <string>
 
+#include "hcomm/codec/id.hpp"
+#include "hcomm/codec/list.hpp"
+#include "hcomm/codec/registry.hpp"
 #include "hcomm/core/checksum.hpp"
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"
-#include "hcomm/policy/compressor.hpp"
 
 namespace hcomm::codec {
 
@@ -39,13 +42,10 @@ struct frame_info {
   std::uint64_t frame_bytes() const noexcept { return header_bytes + payload_bytes; }
 };
 
-inline std::string codec_name(codec_id c) {
-  switch (c) {
-    case codec_id::none: return "none";
-    case codec_id::mpc: return "mpc";
-    case codec_id::zfp: return "zfp";
-  }
-  return "codec#" + std::to_string(static_cast<unsigned>(c));
+// The name of the codec with this id in the list, or "codec#N".
+template <codec_list_type Codecs = registered_codecs>
+std::string codec_name(codec_id c) {
+  return list_name<Codecs>(c);
 }
 
 namespace detail {
@@ -88,7 +88,8 @@ struct write_header_kernel {
 
 // Validates a header held in host memory and returns what it says. `available` is how many
 // bytes the caller has (header + payload); a frame longer than that is truncated.
-inline frame_info read_header(const void* host_bytes, std::size_t available) {
+template <codec_list_type Codecs = registered_codecs>
+frame_info read_header(const void* host_bytes, std::size_t available) {
   using namespace detail;
   if (available < header_bytes)
     fail(errc::truncated_frame, "frame has " + std::to_string(available) + " bytes, the header alone needs 64");
@@ -101,8 +102,8 @@ inline frame_info read_header(const void* host_bytes, std::size_t available) {
                                   std::to_string(frame_version) + ")");
   frame_info f;
   const unsigned c = p[6];
-  if (c > static_cast<unsigned>(codec_id::zfp)) fail(errc::foreign_frame, "unknown codec id " + std::to_string(c));
   f.codec = static_cast<codec_id>(c);
+  if (!list_contains<Codecs>(f.codec)) fail(errc::foreign_frame, "unknown codec id " + std::to_string(c));
   f.type = static_cast<dtype>(p[7]);
   if (!is_valid(f.type)) fail(errc::foreign_frame, "unknown dtype id " + std::to_string(p[7]));
   f.param = get32(p + 8);

@@ -72,6 +72,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 #include "hcomm/codec/mpc/decode_kernels.hpp"
 #include "hcomm/codec/mpc/encode_kernels.hpp"
@@ -79,13 +80,19 @@
 #include "hcomm/core/checksum.hpp"
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"
-#include "hcomm/policy/compressor.hpp"
+#include "hcomm/codec/id.hpp"
+#include "hcomm/codec/traits.hpp"
 
 namespace hcomm::codec {
 
 template <floating_element T>
 struct mpc_codec {
   static constexpr codec_id id = codec_id::mpc;
+  static constexpr std::string_view name = "mpc";
+  static constexpr bool lossy = false;
+  static constexpr param_use parameter = param_use::optional;
+  static constexpr std::string_view usage = "mpc[:DIM]";
+  static constexpr std::string_view param_help = "mpc takes a dimension 0 (auto) or 1..32";
   using value_type = T;
   using word_type = word_of<T>;
 
@@ -267,13 +274,11 @@ struct mpc_codec {
   template <class Exec>
   static constexpr bool uses_team_kernels = Exec::is_device && exec::team_executor<Exec> && sizeof(T) == 4;
 
-  // Chunks per encoding batch on the host. One thread: 64 chunks (256 KiB of float input,
-  // twice ~270 KiB of slots, in L2; measured on Zen 3: 64 best, 256 and 1024 slower by ~1-3
-  // and ~4-7 ms per 64 MiB). Several threads: every batch is one parallel region, whose
-  // barrier waits out a scheduler time slice whenever a thread is preempted; on a loaded
-  // 2-core machine that cost ~8 ms per region (2 threads, 64 MiB: 512-chunk batches 256 ms,
-  // 2048-chunk 73 ms, one batch 28-40 ms), so several threads, or an executor that does not
-  // say its thread count, take all chunks in one batch, as a device does.
+  // Chunks per encoding batch on the host. One thread: 64 chunks (256 KiB of float input and
+  // twice ~270 KiB of slots stay in L2; larger batches go through memory). Several threads:
+  // every batch is one parallel region, whose barrier waits out a scheduler time slice
+  // whenever a thread is preempted, so several threads, or an executor that does not say its
+  // thread count, take all chunks in one batch, as a device does.
   template <class Exec>
   static std::size_t host_batch(const Exec& ex, std::size_t chunks) noexcept {
     if (one_thread(ex)) return 64;

@@ -1,21 +1,29 @@
 // hcomm/codec/none.hpp: the identity codec (payload = raw little-endian values).
 //
-// Also the smallest example of what a codec provides to the engine (see codec/codec.hpp):
-// id, value_type, valid_param, max_payload_bytes, workspace_bytes, encode, decode.
+// Also the smallest example of a codec (the concepts are in codec/traits.hpp). It is the
+// list's identity codec: the collectives send uncompressed messages as its frames.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"
-#include "hcomm/policy/compressor.hpp"
+#include "hcomm/codec/id.hpp"
+#include "hcomm/codec/traits.hpp"
 
 namespace hcomm::codec {
 
 template <floating_element T>
 struct none_codec {
   static constexpr codec_id id = codec_id::none;
+  static constexpr std::string_view name = "none";
+  static constexpr bool lossy = false;
+  static constexpr bool identity = true;
+  static constexpr param_use parameter = param_use::none;
+  static constexpr std::string_view usage = "none";
+  static constexpr std::string_view param_help = "none takes no parameter";
   using value_type = T;
 
   static constexpr bool valid_param(unsigned p) noexcept { return p == 0; }

@@ -36,18 +36,26 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include "hcomm/codec/zfp/group_kernels.hpp"
 #include "hcomm/codec/zfp/side_list.hpp"
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"
-#include "hcomm/policy/compressor.hpp"
+#include "hcomm/codec/id.hpp"
+#include "hcomm/codec/traits.hpp"
 
 namespace hcomm::codec {
 
 template <floating_element T>
 struct zfp_codec {
   static constexpr codec_id id = codec_id::zfp;
+  static constexpr std::string_view name = "zfp";
+  static constexpr bool lossy = true;
+  static constexpr param_use parameter = param_use::required;
+  static constexpr std::string_view usage = "zfp:RATE";
+  static constexpr std::string_view param_help = "zfp takes a rate of 3..64 bits per value";
+  static constexpr std::size_t block_values = 4;  // 1-D blocks: segments never split one
   using value_type = T;
 
   static constexpr bool valid_param(unsigned rate) noexcept { return rate >= 3 && rate <= 64; }
@@ -85,6 +93,12 @@ struct zfp_codec {
   // entry. At rate bits per value (block padding aside), P bytes hold at most 8 * P / rate values.
   static constexpr std::size_t min_payload_bytes(std::size_t n, unsigned rate) noexcept {
     return stream_bytes(n, rate) + 8;
+  }
+  // What a frame slot of the ring reserves: the stream, the count and room for 1/64 of the
+  // values in the non-finite list (the bound, every value non-finite, is about 9x the stream
+  // at rate 8); a larger frame travels as two messages.
+  static constexpr std::size_t typical_payload_bytes(std::size_t n, unsigned rate) noexcept {
+    return stream_bytes(n, rate) + 8 + (n / 64) * entry_bytes(n);
   }
   // Per-group counts and their scan (G + 1 words) or, on decode, per-chunk check flags.
   static constexpr std::size_t workspace_bytes(std::size_t n, unsigned) noexcept { return 8 * (groups(n) + 2); }

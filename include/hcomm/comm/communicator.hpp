@@ -14,7 +14,8 @@
 // operations (requires-clauses): PP send/recv/isend/irecv; TP allreduce/allgather/
 // reduce_scatter; DP allreduce/reduce_scatter/allgather/broadcast. Each communicator owns a
 // duplicate of its MPI communicator, one codec engine and buffers that grow to the largest
-// call. runtime_communicator offers every operation with a codec chosen at run time (tools).
+// call (an algorithm::context: host executor, MPI, the library's codecs). runtime_communicator
+// offers every operation with a codec chosen at run time (tools).
 #pragma once
 #include <mpi.h>
 
@@ -51,8 +52,11 @@ class runtime_communicator {
       : cx_(std::make_unique<algorithm::context>(comm, std::move(opt), std::move(label))),
         cfg_(cfg),
         ef_(error_feedback) {
-    if (ef_ && cfg_.codec != codec_id::zfp)
-      fail(errc::invalid_argument, "error feedback needs a lossy codec (zfp:R), not " + codec::to_string(cfg_));
+    if (ef_ && !codec::is_lossy(cfg_))
+      fail(errc::invalid_argument, "error feedback needs a lossy codec (" +
+                                       codec::list_usages<codec::registered_codecs>(
+                                           [](auto c) { return bool(decltype(c)::lossy); }) +
+                                       "), not " + codec::to_string(cfg_));
   }
   // "none", "mpc", "zfp:8"
   runtime_communicator(MPI_Comm comm, std::string_view codec_spec, comm_options opt = {}, bool error_feedback = false)

@@ -1,6 +1,6 @@
 // hcomm/comm/cuda_staging.hpp: compressed communicators on CUDA device memory, through host
-// staging (the "device memory through CUDA-aware MPI or host staging": this is the
-// staging half, which works with any MPI).
+// staging (works with any MPI; the other way is a transport that reaches device memory,
+// e.g. a CUDA-aware MPI, beside transport::mpi_host).
 //
 //   hcomm::cuda_staging stage(stream);            // pinned host buffers, grown to the largest call
 //   stage.allreduce(dp, d_grads, n);              // dp: any communicator that offers allreduce
@@ -14,9 +14,9 @@
 // kernels launched later on the same stream see the result. The host buffers stay valid
 // until the next call on this object, which waits for the stream first.
 //
-// Costs: two PCIe copies per call and the codec on the CPU. What would be faster on a GPU
-// cluster and is not done here: compressing on the GPU (engine<exec::cuda>, which exists)
-// and staging only the frames, or handing device frames to a CUDA-aware MPI.
+// Costs: two PCIe copies per call and the codec on the CPU. Faster on a GPU cluster:
+// compressing on the GPU (algorithm::basic_context<exec::cuda, T> with a transport T that
+// stages only the frames, or a CUDA-aware MPI).
 //
 // CUDA code: include it from sources compiled by nvcc (tests/comm/cuda/ does).
 #pragma once

@@ -5,16 +5,18 @@
 //   using raw   = hcomm::Compressor<hcomm::Uncompressed>;
 //   static_assert(hcomm::compressor_policy<lossy> && lossy::rate == 8);
 //
-// Policies are empty tags; their values are static constexpr members. Wrong arguments fail
-// with a static_assert that starts with "hcomm:" and says what to fix.
+// Policies are empty tags; their values are static constexpr members: the codec's frame byte
+// (codec/id.hpp; the codec's traits are found by it in a codec list), its parameter, and
+// whether the result is exact. Wrong arguments fail with a static_assert that starts with
+// "hcomm:" and says what to fix.
 #pragma once
 #include <concepts>
 #include <cstdint>
 #include <type_traits>
 
-namespace hcomm {
+#include "hcomm/codec/id.hpp"
 
-enum class codec_id : std::uint8_t { none = 0, mpc = 1, zfp = 2 };
+namespace hcomm {
 
 // Lossless MPC. Dim is the delta stride (1..32); 0 = chosen automatically from a sample.
 template <unsigned Dim = 0>

@@ -1,0 +1,89 @@
+// hcomm/algorithm/workspace.hpp: the memory a communicator's collectives work in: frame
+// buffers, scratch values, second parts of large frames and the slots of point-to-point
+// messages in the executor's memory; frame sizes and requests on the host.
+//
+//   hcomm::algorithm::workspace<hcomm::exec::host, hcomm::transport::mpi_host> ws{ex};
+//   std::byte* frames = ws.buffer(0, nseg * slot);   // grown to the largest call, then reused
+//
+// Everything grows and never shrinks: no allocation per call once the largest call has been
+// seen. Memory that a request still reads or writes is never regrown during that request
+// (the algorithms size their buffers before they post anything).
+#pragma once
+#include <array>
+#include <cstddef>
+#include <deque>
+#include <vector>
+
+#include "hcomm/algorithm/buffer.hpp"
+#include "hcomm/exec/executor.hpp"
+
+namespace hcomm::algorithm {
+
+template <exec::executor Exec, class Transport>
+class workspace {
+ public:
+  using buffer_type = exec_buffer<Exec>;
+  using request_type = typename Transport::request_type;
+
+  explicit workspace(const Exec& ex)
+      : ex_(ex), bufs_{buffer_type(ex), buffer_type(ex), buffer_type(ex)}, scratch_(ex), work_(ex), frame_(ex) {}
+  workspace(const workspace&) = delete;
+  workspace& operator=(const workspace&) = delete;
+
+  // Frame buffers: three, so that the allgather can forward what it received while it
+  // receives the next chunk.
+  std::byte* buffer(int i, std::size_t bytes) { return bufs_[i].ensure(bytes); }
+  // Decoded values of one segment.
+  template <class T>
+  T* scratch(std::size_t n) { return scratch_.template as<T>(n); }
+  // A copy of a whole buffer (reduce-scatter's input plus the residual).
+  template <class T>
+  T* work(std::size_t n) { return work_.template as<T>(n); }
+  // One whole frame: compressed into, or reassembled from two parts.
+  std::byte* frame(std::size_t bytes) { return frame_.ensure(bytes); }
+  // Second parts of the frames that did not fit their slot, per slot set; kept here so that
+  // they outlive any request on them.
+  std::vector<buffer_type>& overflow(int i, std::size_t n) {
+    auto& v = overflow_[i];
+    while (v.size() < n) v.emplace_back(ex_);
+    return v;
+  }
+
+  // Host-side per-segment frame sizes and request handles.
+  std::vector<std::size_t>& sizes(int i, std::size_t n) {
+    auto& v = sizes_[i];
+    if (v.size() < n) v.resize(n);
+    return v;
+  }
+  request_type* requests(int i, std::size_t n) {
+    auto& v = reqs_[i];
+    if (v.size() < n) v.resize(n, Transport::null_request());
+    return v.data();
+  }
+
+  // Slots for non-blocking point-to-point messages: each in-flight request holds one (a
+  // deque, so that a slot stays where it is while others are added).
+  std::size_t acquire_slot() {
+    if (free_.empty()) {
+      pool_.emplace_back(ex_);
+      return pool_.size() - 1;
+    }
+    const std::size_t s = free_.back();
+    free_.pop_back();
+    return s;
+  }
+  buffer_type& slot(std::size_t s) { return pool_[s]; }
+  void release_slot(std::size_t s) { free_.push_back(s); }
+
+ private:
+  Exec ex_;
+  std::array<buffer_type, 3> bufs_;
+  buffer_type scratch_, work_, frame_;
+  std::array<std::vector<buffer_type>, 3> overflow_;
+  std::array<std::vector<std::size_t>, 3> sizes_;
+  std::array<std::vector<request_type>, 6> reqs_;
+  std::deque<buffer_type> pool_;
+  std::vector<std::size_t> free_;
+};
+
+}  // namespace hcomm::algorithm

@@ -1,0 +1,167 @@
+// hcomm/transport/mpi.hpp: the thin layer between hcomm and the MPI C API.
+//
+//   HCOMM_MPI_CHECK(MPI_Send(buf, n, MPI_BYTE, peer, tag, comm));  // throws hcomm::error
+//   hcomm::mpi::owned_comm c = hcomm::mpi::dup(MPI_COMM_WORLD);     // freed on destruction
+//
+// hcomm duplicates every communicator it is given, so its tags never meet the caller's,
+// and switches the duplicate to MPI_ERRORS_RETURN, so MPI failures become hcomm::error
+// (with file:line) instead of aborting: a rank that detects a problem can say what it was.
+#pragma once
+#include <mpi.h>
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "hcomm/core/checksum.hpp"
+#include "hcomm/core/error.hpp"
+
+namespace hcomm::mpi {
+
+[[noreturn]] inline void fail_mpi(int rc, const char* call, const std::string& where) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  int cls = rc;
+  MPI_Error_class(rc, &cls);
+  if (cls == MPI_ERR_TRUNCATE)
+    fail(errc::mismatch, std::string("a peer sent a longer message than this rank expected (") + text + ") in " +
+                             call + " at " + where);
+  fail(errc::mpi_failure, std::string(text) + " in " + call + " at " + where);
+}
+
+inline bool finalized() {
+  int f = 0;
+  MPI_Finalized(&f);
+  return f != 0;
+}
+
+// A communicator this object frees (unless MPI is already finalized).
+class owned_comm {
+ public:
+  owned_comm() = default;
+  explicit owned_comm(MPI_Comm c) noexcept : c_(c) {}
+  owned_comm(const owned_comm&) = delete;
+  owned_comm& operator=(const owned_comm&) = delete;
+  owned_comm(owned_comm&& o) noexcept : c_(std::exchange(o.c_, MPI_COMM_NULL)) {}
+  owned_comm& operator=(owned_comm&& o) noexcept {
+    if (this != &o) {
+      reset();
+      c_ = std::exchange(o.c_, MPI_COMM_NULL);
+    }
+    return *this;
+  }
+  ~owned_comm() { reset(); }
+  MPI_Comm get() const noexcept { return c_; }
+  void reset() noexcept {
+    if (c_ != MPI_COMM_NULL && !finalized()) MPI_Comm_free(&c_);
+    c_ = MPI_COMM_NULL;
+  }
+  // Forgets the communicator without freeing it (see algorithm::context::keep_comm_alive).
+  void leak() noexcept { c_ = MPI_COMM_NULL; }
+
+ private:
+  MPI_Comm c_ = MPI_COMM_NULL;
+};
+
+}  // namespace hcomm::mpi
+
+#define HCOMM_MPI_CHECK(call)                                                   \
+  do {                                                                          \
+    const int hcomm_rc_ = (call);                                               \
+    if (hcomm_rc_ != MPI_SUCCESS) ::hcomm::mpi::fail_mpi(hcomm_rc_, #call, HCOMM_WHERE_); \
+  } while (0)
+
+namespace hcomm::mpi {
+
+inline int rank(MPI_Comm c) {
+  int r = 0;
+  HCOMM_MPI_CHECK(MPI_Comm_rank(c, &r));
+  return r;
+}
+inline int size(MPI_Comm c) {
+  int s = 0;
+  HCOMM_MPI_CHECK(MPI_Comm_size(c, &s));
+  return s;
+}
+
+// Duplicate with MPI_ERRORS_RETURN (see the header comment for why).
+inline owned_comm dup(MPI_Comm c) {
+  if (c == MPI_COMM_NULL) fail(errc::invalid_argument, "MPI_COMM_NULL given where a communicator is needed");
+  MPI_Comm d = MPI_COMM_NULL;
+  HCOMM_MPI_CHECK(MPI_Comm_dup(c, &d));
+  owned_comm out(d);
+  HCOMM_MPI_CHECK(MPI_Comm_set_errhandler(d, MPI_ERRORS_RETURN));
+  return out;
+}
+
+// MPI counts are int: messages above 2 GiB are split by the callers or refused here.
+inline int count_of(std::size_t bytes, const char* what) {
+  if (bytes > static_cast<std::size_t>(INT_MAX))
+    fail(errc::unsupported, std::string(what) + ": one MPI message of " + std::to_string(bytes) +
+                                " bytes exceeds MPI's int count");
+  return static_cast<int>(bytes);
+}
+
+// Completes one request. sleep_us = 0: MPI_Wait, which polls the network without pause (the
+// lowest latency when every rank has a core of its own). sleep_us > 0: MPI_Test, sleeping that
+// long between tests, so that ranks sharing cores leave them to the ranks that are computing
+// (MPI makes progress only inside the tests, so sleeps much longer than a message's wire time
+// leave the link idle).
+inline int wait(MPI_Request* r, MPI_Status* st, unsigned sleep_us) {
+  if (sleep_us == 0) return MPI_Wait(r, st);
+  const timespec pause{static_cast<time_t>(sleep_us / 1000000), static_cast<long>(sleep_us % 1000000) * 1000};
+  for (;;) {
+    int done = 0;
+    const int rc = MPI_Test(r, &done, st);
+    if (rc != MPI_SUCCESS || done) return rc;
+    nanosleep(&pause, nullptr);
+  }
+}
+
+// Online CPUs of this host (not the process's affinity: MPI may bind each rank to one core).
+inline int online_cpus() {
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+// How many ranks of c run on this host, by host name (collective over c). Network namespaces
+// on one machine share the host name, so ranks that MPI sees as separate nodes count too.
+inline int ranks_on_this_host(MPI_Comm c) {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  const std::uint64_t h = hash64(name, std::strlen(name), 0);
+  int p = 1;
+  HCOMM_MPI_CHECK(MPI_Comm_size(c, &p));
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(p));
+  HCOMM_MPI_CHECK(MPI_Allgather(&h, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, c));
+  int n = 0;
+  for (std::uint64_t x : all) n += x == h;
+  return n;
+}
+// Ranks on this host as far as known: those of c by host name, or the whole job's ranks on
+// this node as the launcher reports them (Open MPI, MPICH/Hydra), whichever is larger (a
+// small sub-communicator of a crowded node sees only its own ranks). Collective over c.
+inline int ranks_sharing_this_host(MPI_Comm c) {
+  int n = ranks_on_this_host(c);
+  for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
+    if (const char* v = std::getenv(var)) n = std::max(n, std::atoi(v));
+  return n;
+}
+
+template <class T>
+MPI_Datatype datatype_of() {
+  if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
+  else return MPI_DOUBLE;
+}
+
+}  // namespace hcomm::mpi

@@ -1,0 +1,143 @@
+// The collectives on a second executor: every operation (ring allreduce, reduce-scatter,
+// allgather, with and without error feedback; broadcast; point-to-point) runs on an
+// algorithm::basic_context<exec::host_check> (device code paths, shuffled work items,
+// poisoned allocations, in host memory so that MPI reaches it) and on the host context, and
+// the results, residuals and byte counts must be bitwise the same. Raw (below the threshold),
+// the identity codec through the ring, mpc and zfp; float and double; several segments.
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "hcomm/algorithm/broadcast.hpp"
+#include "hcomm/algorithm/p2p.hpp"
+#include "hcomm/algorithm/ring.hpp"
+#include "hcomm/exec/host_check.hpp"
+#include "mpi_check.hpp"
+
+namespace {
+
+namespace alg = hcomm::algorithm;
+using check_context = alg::basic_context<hcomm::exec::host_check>;
+static_assert(std::is_same_v<alg::context, alg::basic_context<hcomm::exec::host, hcomm::transport::mpi_host>>);
+static_assert(hcomm::transport::mpi_host::reaches<hcomm::exec::host_check>);
+
+template <class T>
+std::vector<T> data_of(int rank, std::size_t n, int salt) {
+  std::vector<T> x(n);
+  for (std::size_t i = 0; i < n; ++i)
+    x[i] = static_cast<T>(std::sin(0.003 * double(i) + rank + salt) * (1.0 + 0.5 * rank) + 1e-3 * double(i % 17));
+  return x;
+}
+
+template <class T>
+bool same(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+struct setting {
+  const char* codec;
+  std::size_t threshold;
+  bool native;
+};
+
+template <class T>
+void run(const setting& s, std::size_t m) {
+  const int p = t::world_size(), r = t::world_rank();
+  alg::options opt;
+  opt.threshold_bytes = s.threshold;
+  opt.segment_bytes = 1024;
+  opt.native_uncompressed = s.native;
+  alg::context hx(MPI_COMM_WORLD, opt, "host");
+  check_context dx(MPI_COMM_WORLD, opt, "host_check");
+  const auto cfg = hcomm::codec::parse_config(s.codec);
+  const bool lossy = hcomm::codec::is_lossy(cfg);
+  const std::string tag = std::string(s.codec) + (s.native ? "" : "/ring") + " threshold=" +
+                          std::to_string(s.threshold) + " m=" + std::to_string(m) +
+                          (sizeof(T) == 4 ? " f32" : " f64");
+  const std::size_t n = m * static_cast<std::size_t>(p);
+
+  // allreduce, twice with error feedback when lossy (the residual carries over)
+  {
+    std::vector<T> a = data_of<T>(r, n, 1), b = a;
+    std::vector<T> ra(lossy ? n : 0), rb(lossy ? n : 0);
+    for (int step = 0; step < (lossy ? 2 : 1); ++step) {
+      alg::allreduce(hx, cfg, std::span<T>(a), lossy ? ra.data() : nullptr);
+      alg::allreduce(dx, cfg, std::span<T>(b), lossy ? rb.data() : nullptr);
+      CHECK(same(a, b), tag + " allreduce step " + std::to_string(step));
+      CHECK(same(ra, rb), tag + " allreduce residual step " + std::to_string(step));
+    }
+    CHECK(t::identical(a.data(), a.size() * sizeof(T), MPI_COMM_WORLD), tag + " allreduce on all ranks");
+  }
+  // reduce_scatter (with error feedback when lossy)
+  {
+    const std::vector<T> in = data_of<T>(r, n, 2);
+    std::vector<T> a(m), b(m), ra(lossy ? n : 0), rb(lossy ? n : 0);
+    alg::reduce_scatter(hx, cfg, std::span<const T>(in), std::span<T>(a), lossy ? ra.data() : nullptr);
+    alg::reduce_scatter(dx, cfg, std::span<const T>(in), std::span<T>(b), lossy ? rb.data() : nullptr);
+    CHECK(same(a, b), tag + " reduce_scatter");
+    CHECK(same(ra, rb), tag + " reduce_scatter residual");
+  }
+  // allgather
+  {
+    const std::vector<T> in = data_of<T>(r, m, 3);
+    std::vector<T> a(n), b(n);
+    alg::allgather(hx, cfg, std::span<const T>(in), std::span<T>(a));
+    alg::allgather(dx, cfg, std::span<const T>(in), std::span<T>(b));
+    CHECK(same(a, b), tag + " allgather");
+  }
+  // broadcast from the last rank
+  {
+    std::vector<T> a = data_of<T>(r, n, 4), b = a;
+    alg::broadcast(hx, cfg, std::span<T>(a), p - 1);
+    alg::broadcast(dx, cfg, std::span<T>(b), p - 1);
+    CHECK(same(a, b), tag + " broadcast");
+    CHECK(t::identical(b.data(), b.size() * sizeof(T), MPI_COMM_WORLD), tag + " broadcast on all ranks");
+  }
+  // point-to-point around the ring: send right, receive from the left
+  {
+    const std::vector<T> out = data_of<T>(r, n, 5);
+    std::vector<T> a(n), b(n);
+    const int right = (r + 1) % p, left = (r + p - 1) % p;
+    auto sa = alg::isend(hx, cfg, std::span<const T>(out), right, 11);
+    auto sb = alg::isend(dx, cfg, std::span<const T>(out), right, 11);
+    alg::recv(hx, cfg, std::span<T>(a), left, 11);
+    alg::recv(dx, cfg, std::span<T>(b), left, 11);
+    sa.wait();
+    sb.wait();
+    CHECK(same(a, b), tag + " send/recv");
+    if (!lossy && !a.empty()) {
+      const std::vector<T> expect = data_of<T>(left, n, 5);
+      CHECK(same(a, expect), tag + " send/recv lossless");
+    }
+  }
+  CHECK(hx.counters().raw_bytes == dx.counters().raw_bytes, tag + " raw bytes");
+  CHECK(hx.counters().wire_bytes == dx.counters().wire_bytes, tag + " wire bytes");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  try {
+    const setting settings[] = {
+        {"none", std::size_t{1} << 30, true},  // everything raw: the transport's own collectives
+        {"none", 0, false},                    // the identity codec through the ring
+        {"mpc", 0, true},
+        {"zfp:8", 0, true},
+        {"zfp:16", 0, true},
+    };
+    for (const auto& s : settings)
+      for (std::size_t m : {std::size_t{1}, std::size_t{7}, std::size_t{300}, std::size_t{1025}}) {
+        run<float>(s, m);
+        run<double>(s, m);
+      }
+  } catch (const hcomm::error& e) {
+    CHECK(false, std::string("unexpected hcomm::error: ") + e.what());
+  }
+  return t::finish("second executor");
+}
