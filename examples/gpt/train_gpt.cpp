@@ -13,7 +13,7 @@
 #include "collective.hpp"
 #include "hcomm/comm/bundle.hpp"
 #include "hcomm/comm/registry.hpp"
-#include "hcomm/comm/threads.hpp"
+#include "hcomm/transport/threads.hpp"
 #include "hcomm/topology/grid.hpp"
 #include "losses.hpp"
 #include "plain_comm.hpp"

@@ -97,6 +97,8 @@ TEST_CASE("registry dispatches by name", "[comm][registry]") {
   }
   CHECK(has_scheme("naive:8", default_schemes{}));
   CHECK_FALSE(has_scheme("naive:9", default_schemes{}));
+  CHECK(has_scheme("zhybrid:16,8"));  // the default list without naming it
+  CHECK_FALSE(has_scheme("zhybrid:16,9"));
   // A custom list instantiates only its own variants.
   using mine = scheme_list<scheme::naive<12>, scheme::zhybrid<20, 10>>;
   std::string got;

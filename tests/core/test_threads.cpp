@@ -1,4 +1,4 @@
-// The default thread count (hcomm/exec/threads.hpp, hcomm/comm/threads.hpp).
+// The default thread count (hcomm/exec/threads.hpp, hcomm/transport/threads.hpp).
 //
 // Built twice:
 //  - core_test_threads (Catch2): the rule on synthetic masks, explicit settings, the
@@ -211,7 +211,7 @@ TEST_CASE("threads: the host executor's loops run on the default count", "[threa
 #include <sched.h>
 
 #include "hcomm/algorithm/context.hpp"
-#include "hcomm/comm/threads.hpp"
+#include "hcomm/transport/threads.hpp"
 
 namespace {
 

@@ -29,15 +29,16 @@ using default_schemes =
                 scheme::with_error_feedback<scheme::mzhybrid<4>>>;
 
 template <class... S>
-std::vector<std::string> scheme_names(scheme_list<S...> = {}) {
+std::vector<std::string> scheme_names(scheme_list<S...>) {
   return {S::name()...};
 }
 inline std::vector<std::string> scheme_names() { return scheme_names(default_schemes{}); }
 
 template <class... S>
-bool has_scheme(std::string_view name, scheme_list<S...> = {}) {
+bool has_scheme(std::string_view name, scheme_list<S...>) {
   return ((S::name() == name) || ...);
 }
+inline bool has_scheme(std::string_view name) { return has_scheme(name, default_schemes{}); }
 
 template <class... S>
 [[noreturn]] void unknown_scheme(std::string_view name, scheme_list<S...> list) {

@@ -17,7 +17,7 @@
 //  - the launcher, until MPI says more: the ranks on this node (OMPI_COMM_WORLD_LOCAL_SIZE,
 //    MPI_LOCALNRANKS, SLURM_NTASKS_PER_NODE), whose masks are unknown: when this process's
 //    mask is the launcher's (nobody bound the ranks) they all overlap it;
-//  - hcomm::mpi::fit_threads(comm) (hcomm/comm/threads.hpp, called when an hcomm
+//  - hcomm::mpi::fit_threads(comm) (hcomm/transport/threads.hpp, called when an hcomm
 //    communicator is created): the masks of the ranks that share this node's memory. The
 //    fit that saw the most masks stands (a sub-communicator sees fewer ranks than the world).
 // SLURM_CPUS_PER_TASK caps the rule's count (Slurm's share per task), and OpenMP's own

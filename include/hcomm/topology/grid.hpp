@@ -16,7 +16,7 @@
 
 #include <string>
 
-#include "hcomm/comm/mpi.hpp"
+#include "hcomm/transport/mpi.hpp"
 #include "hcomm/core/error.hpp"
 #include "hcomm/policy/axis.hpp"
 
