@@ -385,9 +385,9 @@ class stage_model {
     lin_forward(l, 1, attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);               // partial [N,C]
     tp.allreduce(std::span<float>(attn_out, static_cast<std::size_t>(N * C)));
     k::add_bias_rows(attn_out, p.proj_b, N, C);
-    // gpt2: r1 = x + attn; mlp reads ln2(r1). neox (parallel residual): mlp reads ln2(x).
+    // gpt2, pre-LN bert: r1 = x + attn; mlp reads ln2(r1). neox (parallel residual): mlp reads ln2(x).
     const float* mlp_in = x;
-    if (cfg_.arch == arch_kind::gpt2) {
+    if (cfg_.arch != arch_kind::neox) {
       k::residual_forward(a.r1, x, attn_out, N * C);
       mlp_in = a.r1;
     } else {
@@ -412,7 +412,7 @@ class stage_model {
     const layer_p g = layer_params(l, grads.data());
     const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
     float* d = dres_.data();
-    const bool gpt2 = cfg_.arch == arch_kind::gpt2;
+    const bool gpt2 = cfg_.arch != arch_kind::neox;  // sequential residual (gpt2, pre-LN bert)
     const float* mlp_in = gpt2 ? a.r1 : x;
     // mlp branch: d out -> fcp (row-parallel: local input grad, no comm) -> gelu -> fc
     // (column-parallel: the input gradient is a partial sum -> allreduce)
