@@ -271,11 +271,14 @@ inline cli parse_cli(int argc, const char* const* argv, std::string* help = null
   app.parse(argc, argv);
   const bool bert_preset = c.model.rfind("bert-", 0) == 0;
   if (bert_preset && !c.arch.empty() && c.arch != "bert")
-    hcomm::fail(hcomm::errc::invalid_argument, "--model " + c.model + " is a BERT preset; --arch " + c.arch + " needs a GPT one (tiny|small|medium)");
-  if (!c.arch.empty()) c.cfg.arch = c.arch == "neox" ? arch_kind::neox : c.arch == "bert" ? arch_kind::bert : arch_kind::gpt2;
+    hcomm::fail(hcomm::errc::invalid_argument, "--model " + c.model + " is a BERT preset, but --arch " + c.arch +
+                                                   " needs a GPT preset (tiny|small|medium)");
+  if (!c.arch.empty())
+    c.cfg.arch = c.arch == "neox" ? arch_kind::neox : c.arch == "bert" ? arch_kind::bert : arch_kind::gpt2;
   c.arch = to_string(c.cfg.arch);
   if (c.cfg.is_bert()) c.cfg.vocab = bert_vocab;
-  if (c.pre_ln && !c.cfg.is_bert()) hcomm::fail(hcomm::errc::invalid_argument, "--pre-ln is a bert option (GPT blocks are pre-LN)");
+  if (c.pre_ln && !c.cfg.is_bert())
+    hcomm::fail(hcomm::errc::invalid_argument, "--pre-ln is a bert option (GPT blocks are pre-LN)");
   c.cfg.post_ln = !c.pre_ln;
   return c;
 }
