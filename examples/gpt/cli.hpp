@@ -292,8 +292,6 @@ inline void check_cli(const cli& c) {
   if (c.run.reshard && c.run.resume.empty()) bad("--reshard needs --resume DIR");
   if (c.run.reshard_reset_residuals && !c.run.reshard) bad("--reshard-reset-residuals needs --reshard");
   if (s.warmup_frac + s.ultra_frac > 1) bad("--mst-phases: the warm-up and ultra shares add up to more than 1");
-  if (c.cfg.is_bert() && s.sparse())
-    bad("--sparsity with --arch bert: not available yet (bidirectional Hybrid Sparse Attention patterns are missing)");
   namespace fs = std::filesystem;
   std::error_code ec;
   const auto st = fs::status(c.run.data, ec);
