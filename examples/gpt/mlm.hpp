@@ -100,8 +100,9 @@ struct mlm_data {
   }
   // Validation batch v of B sequences, sequence g: the same windows and masks at every eval.
   int val_sequence(int v, int B, int g, int* tokens, int* targets) const {
-    const std::uint64_t i = static_cast<std::uint64_t>(v) * static_cast<std::uint64_t>(B) + static_cast<std::uint64_t>(g);
-    return sequence(text->val_start, text->val_len, i * static_cast<std::uint64_t>(T), (1ull << 62) + i, tokens, targets);
+    using u64 = std::uint64_t;
+    const u64 i = static_cast<u64>(v) * static_cast<u64>(B) + static_cast<u64>(g);
+    return sequence(text->val_start, text->val_len, i * static_cast<u64>(T), (u64{1} << 62) + i, tokens, targets);
   }
 };
 

@@ -86,7 +86,10 @@ class stage_model {
 
     // activations: one region per micro-batch (1F1B keeps up to pp of them alive; we keep all)
     const std::int64_t per_layer = N_ * C_ * 4 + N_ * 4 + N_ * 3 * Cl_ + S_ * nh_ * T_ * T_ + N_ * Cl_ + 2 * N_ * Hl_;
-    head_numel_ = !last_ ? 0 : !c.is_bert() ? N_ * C_ + 2 * N_ : (c.post_ln ? 0 : N_ * C_ + 2 * N_) + 3 * N_ * C_ + 2 * N_;
+    // head: the final LayerNorm (not in post-LN BERT), BERT's MLM transform (head_of());
+    // BERT post-LN's first stage: the embedding sum and its LayerNorm statistics (embed_of())
+    if (last_ && !c.bert_post_ln()) head_numel_ = N_ * C_ + 2 * N_;
+    if (last_ && c.is_bert()) head_numel_ += 3 * N_ * C_ + 2 * N_;
     embed_numel_ = first_ && c.bert_post_ln() ? N_ * C_ + 2 * N_ : 0;
     act_stride_ = N_ * C_ + per_layer * (l1_ - l0_) + head_numel_ + embed_numel_;
     acts_.assign(static_cast<std::size_t>(act_stride_ * M_), 0.f);
@@ -254,7 +257,8 @@ class stage_model {
   }
   float* p_at(int i) { return params.data() + tensors_[i].offset; }
   float* g_at(int i) { return grads.data() + tensors_[i].offset; }
-  int mlm_tensor() const { return head_tensor() + (cfg_.post_ln ? 0 : 2); }  // mlm_w mlm_b mlm_ln_w mlm_ln_b mlm_bias
+  // BERT's mlm_w, then mlm_b mlm_ln_w mlm_ln_b mlm_bias (after lnf_w lnf_b when pre-LN)
+  int mlm_tensor() const { return head_tensor() + (cfg_.post_ln ? 0 : 2); }
   float* p_lm() { return params.data() + tensors_[lm_tensor()].offset; }
   float* g_lm() { return grads.data() + tensors_[lm_tensor()].offset; }
 

@@ -166,8 +166,8 @@ class sparse_trainer final : public block_ops {
                                                 : std::max<std::size_t>(1, static_cast<std::size_t>(c.block) / 8);
     const std::size_t blk = s.hsa_block > 0 ? static_cast<std::size_t>(s.hsa_block) : stride;
     // BERT: the same patterns without the causal cut (msparse/attention/pattern.hpp)
-    hsa_ = msparse::attention::hybrid({hsa_pattern_of(s.hsa_pattern), stride, 1, c.causal()}, static_cast<std::size_t>(c.block),
-                                      std::min<std::size_t>(blk, msparse::attention::max_block));
+    hsa_ = msparse::attention::hybrid({hsa_pattern_of(s.hsa_pattern), stride, 1, c.causal()},
+                                      static_cast<std::size_t>(c.block), std::min<std::size_t>(blk, msparse::attention::max_block));
     if (sc_.sparse()) {
       topo_.init(tensors());  // step-0 masks; inactive weights zeroed
       rebuild();
