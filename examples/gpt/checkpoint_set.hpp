@@ -344,6 +344,14 @@ opened_set open_newest_set(const std::string& dir, const set_info& info, bool re
       nlohmann::json m = nlohmann::json::parse(text, nullptr, false);
       if (m.is_discarded() || !m.is_object() || m.value("format", "") != "train_gpt checkpoint set")
         hcomm::fail(hcomm::errc::corrupt_frame, refusing + "manifest.json is damaged (not a train_gpt manifest)");
+      // the architecture first (the configuration's first word): a GPT set given to BERT is
+      // named as such, not as one more configuration difference
+      const std::string saved = m.at("config").get<std::string>();
+      const std::string saved_arch = saved.substr(0, saved.find(' '));
+      const std::string this_arch = info.fingerprint.substr(0, info.fingerprint.find(' '));
+      if (saved_arch != this_arch)
+        hcomm::fail(hcomm::errc::mismatch, refusing + "written by a " + saved_arch + " model, this run is " + this_arch +
+                                               " (a checkpoint resumes only the architecture that wrote it)");
       const auto g = m.at("grid");
       const int dp = g.at("dp"), pp = g.at("pp"), tp = g.at("tp");
       if (!reshard && (dp != info.dp || pp != info.pp || tp != info.tp))

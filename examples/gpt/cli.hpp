@@ -34,7 +34,8 @@ struct cli {
   config cfg;
   run_options run;
   int dp = 1, pp = 1, tp = 1, threads = 0;
-  std::string model = "tiny", arch = "gpt2";
+  std::string model = "tiny", arch;  // arch: empty = the preset's (gpt2, or bert for bert-*)
+  bool pre_ln = false;
 };
 
 namespace cli_detail {
@@ -135,7 +136,9 @@ inline std::string preset_name(int argc, const char* const* argv) {
     if (a == "--model" && i + 1 < argc) name = argv[i + 1];
     else if (a.rfind("--model=", 0) == 0) name = a.substr(8);
   }
-  return name == "small" || name == "medium" ? name : "tiny";
+  for (const char* p : {"small", "medium", "bert-tiny", "bert-small", "bert-base"})
+    if (name == p) return name;
+  return "tiny";
 }
 
 }  // namespace cli_detail
@@ -148,8 +151,11 @@ inline void add_options(CLI::App& app, cli& c) {
   run_options& r = c.run;
   sparsity_config& s = r.sparsity;
   const char* G = "model";
-  choice_opt(app, "--model", c.model, {"tiny", "small", "medium"}, "preset; the options below override it")->group(G);
-  choice_opt(app, "--arch", c.arch, {"gpt2", "neox"}, "architecture")->group(G);
+  choice_opt(app, "--model", c.model, {"tiny", "small", "medium", "bert-tiny", "bert-small", "bert-base"},
+             "preset; the options below override it")->group(G);
+  choice_opt(app, "--arch", c.arch, {"gpt2", "neox", "bert"}, "architecture (default: the preset's)")->group(G);
+  app.add_flag("--pre-ln", c.pre_ln, "bert: pre-LayerNorm blocks (GPT-2's) instead of BERT's post-LN")->group(G);
+  real_opt(app, "--mask-rate", m.mask_rate, 0, 1, true, "bert: share of positions predicted, in (0, 1)")->group(G);
   int_opt(app, "--layers", m.layers, 1, 4096, "transformer blocks L")->group(G);
   int_opt(app, "--channels", m.channels, 1, 65536, "channels C")->group(G);
   int_opt(app, "--heads", m.heads, 1, 4096, "attention heads NH (divides C)")->group(G);
@@ -263,7 +269,17 @@ inline cli parse_cli(int argc, const char* const* argv, std::string* help = null
   for (CLI::Option* o : app.get_options()) o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   if (help) *help = app.help();
   app.parse(argc, argv);
-  c.cfg.arch = c.arch == "neox" ? arch_kind::neox : arch_kind::gpt2;
+  const bool bert_preset = c.model.rfind("bert-", 0) == 0;
+  if (bert_preset && !c.arch.empty() && c.arch != "bert")
+    hcomm::fail(hcomm::errc::invalid_argument, "--model " + c.model + " is a BERT preset, but --arch " + c.arch +
+                                                   " needs a GPT preset (tiny|small|medium)");
+  if (!c.arch.empty())
+    c.cfg.arch = c.arch == "neox" ? arch_kind::neox : c.arch == "bert" ? arch_kind::bert : arch_kind::gpt2;
+  c.arch = to_string(c.cfg.arch);
+  if (c.cfg.is_bert()) c.cfg.vocab = bert_vocab;
+  if (c.pre_ln && !c.cfg.is_bert())
+    hcomm::fail(hcomm::errc::invalid_argument, "--pre-ln is a bert option (GPT blocks are pre-LN)");
+  c.cfg.post_ln = !c.pre_ln;
   return c;
 }
 

@@ -5,6 +5,10 @@
 //
 // The global batch (sequences per step) belongs to the configuration; the grid only decides
 // how it is divided, so one configuration gives one loss curve on any grid.
+//
+// --arch bert is the same trainer with an encoder: bidirectional attention, post-LayerNorm
+// blocks (pre-LN with --pre-ln), the MLM head, and masked-LM data (mlm.hpp); its vocabulary
+// is the 256 bytes plus special tokens (bert_vocab).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -15,9 +19,19 @@
 
 namespace gpt {
 
-enum class arch_kind : int { gpt2 = 0, neox = 1 };
+enum class arch_kind : int { gpt2 = 0, neox = 1, bert = 2 };
 
-inline const char* to_string(arch_kind a) { return a == arch_kind::gpt2 ? "gpt2" : "neox"; }
+inline const char* to_string(arch_kind a) {
+  return a == arch_kind::gpt2 ? "gpt2" : a == arch_kind::neox ? "neox" : "bert";
+}
+
+// BERT's token ids: the 256 bytes, then the special tokens, then unused rows that pad the
+// vocabulary to a multiple of 8 so that it divides over 1, 2, 4 or 8 TP ranks (BERT's own
+// vocabulary has [unused] rows too; they are never inputs nor targets).
+namespace bert_token {
+constexpr int cls = 256, sep = 257, mask = 258, pad = 259;
+}
+constexpr int bert_vocab = 264;
 
 struct config {
   // model
@@ -28,6 +42,8 @@ struct config {
   int channels = 64;        // C
   int heads = 4;            // NH
   float rotary_pct = 0.25f; // neox: fraction of each head's dims that get rotary
+  bool post_ln = true;      // bert: LayerNorm after each residual add (original BERT); false: pre-LN
+  float mask_rate = 0.15f;  // bert: share of each sequence's positions that the MLM predicts
   // batch
   int batch = 8;            // B: global sequences per optimizer step
   int micro_batch = 0;      // sequences per micro-batch on one DP rank (0: chosen from the grid)
@@ -52,6 +68,10 @@ struct config {
     return r - (r % 2);
   }
   int hidden() const { return 4 * channels; }
+  bool is_bert() const { return arch == arch_kind::bert; }
+  bool causal() const { return arch != arch_kind::bert; }
+  bool tied() const { return arch != arch_kind::neox; }        // output layer = token embedding
+  bool bert_post_ln() const { return is_bert() && post_ln; }   // blocks x -> ln(x + f(x))
 
   // Micro-batch size for a grid: the configured one, else one sequence per micro-batch with
   // pipeline stages (so 1F1B has something to overlap) and the whole local batch without.
@@ -103,9 +123,15 @@ struct config {
     finite_in("beta2", beta2, 0.0, 1.0, false);
     finite_in("eps", eps, 0.0, 1.0, true);
     if (arch == arch_kind::neox) finite_in("--rotary-pct", rotary_pct, 0.0, 1.0, false);
+    if (is_bert()) {
+      if (!std::isfinite(mask_rate) || mask_rate <= 0.f || mask_rate >= 1.f)
+        bad("--mask-rate must be a finite number in (0, 1) (got " + std::to_string(mask_rate) + ")");
+      if (block < 3) bad("bert: --block must be at least 3 ([CLS], one byte, [SEP]; got " + std::to_string(block) + ")");
+      if (vocab != bert_vocab) bad("bert: the vocabulary is " + std::to_string(bert_vocab) + " (bytes + special tokens)");
+    }
     if (channels % heads) bad("channels (" + std::to_string(channels) + ") must be divisible by heads");
     if (heads % tp) bad("heads (" + std::to_string(heads) + ") must be divisible by --tp " + std::to_string(tp));
-    if (vocab % tp) bad("vocab (" + std::to_string(vocab) + ") must be divisible by --tp");
+    if (vocab % tp) bad("vocab (" + std::to_string(vocab) + ") must be divisible by --tp " + std::to_string(tp));
     if (layers < pp) bad("--pp " + std::to_string(pp) + " exceeds the number of layers (" + std::to_string(layers) + ")");
     if (batch % dp) bad("batch (" + std::to_string(batch) + ") must be divisible by --dp " + std::to_string(dp));
     const int mb = micro_for(dp, pp);
@@ -122,6 +148,7 @@ struct config {
       << " rot" << rot_dim() << " B" << batch << " steps" << steps << " lr" << lr << " min" << min_lr_frac << " wu"
       << warmup << " wd" << weight_decay << " b" << beta1 << "," << beta2 << " eps" << eps << " clip" << grad_clip
       << " seed" << seed << " val" << val_frac;
+    if (is_bert()) s << (post_ln ? " post-ln" : " pre-ln") << " mask" << mask_rate;
     return s.str();
   }
 };
@@ -135,8 +162,19 @@ inline config preset(const std::string& name) {
     c.layers = 4; c.channels = 128; c.heads = 4; c.block = 128; c.batch = 8; c.lr = 1e-3f;
   } else if (name == "medium") {  // for machines with more cores than the tests use
     c.layers = 8; c.channels = 256; c.heads = 8; c.block = 256; c.batch = 16; c.lr = 6e-4f;
+  } else if (name == "bert-tiny") {  // tests: the tiny shape as an encoder
+    c.arch = arch_kind::bert; c.vocab = bert_vocab;
+    c.layers = 2; c.channels = 64; c.heads = 4; c.block = 32; c.batch = 8;
+  } else if (name == "bert-small") {
+    c.arch = arch_kind::bert; c.vocab = bert_vocab;
+    c.layers = 4; c.channels = 256; c.heads = 4; c.block = 128; c.batch = 16; c.lr = 5e-4f;
+  } else if (name == "bert-base") {  // BERT-base's shape (L12 C768 NH12 T512), byte vocabulary
+    c.arch = arch_kind::bert; c.vocab = bert_vocab;
+    c.layers = 12; c.channels = 768; c.heads = 12; c.block = 512; c.batch = 32; c.lr = 1e-4f; c.warmup = 100;
+    c.weight_decay = 0.01f; c.beta2 = 0.999f; c.eps = 1e-6f;
   } else {
-    hcomm::fail(hcomm::errc::invalid_argument, "unknown --model preset '" + name + "' (tiny|small|medium)");
+    hcomm::fail(hcomm::errc::invalid_argument,
+                "unknown --model preset '" + name + "' (tiny|small|medium|bert-tiny|bert-small|bert-base)");
   }
   return c;
 }

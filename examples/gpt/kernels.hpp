@@ -186,10 +186,12 @@ inline void rotary_apply(float* qkv, const float* cos_t, const float* sin_t, idx
   }
 }
 
-// Causal self-attention over nh local heads of size hd.
+// Self-attention over nh local heads of size hd: causal (GPT, key j <= query t) or
+// bidirectional (BERT, every key).
 // qkv[B*T, 3*Cl] (q | k | v, head h at columns h*hd), att[B, nh, T, T] softmax kept for
 // backward, out[B*T, Cl].
-inline void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd) {
+inline void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd,
+                              bool causal = true) {
   const idx Cl = nh * hd, ld = 3 * Cl;
   const float scale = 1.f / std::sqrt(static_cast<float>(hd));
   for (idx b = 0; b < B; ++b)
@@ -202,18 +204,19 @@ inline void attention_forward(float* out, float* att, const float* qkv, idx B, i
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(T), static_cast<int>(T),
                   static_cast<int>(hd), scale, q, static_cast<int>(ld), kk, static_cast<int>(ld), 0.f, P,
                   static_cast<int>(T));
-      for (idx t = 0; t < T; ++t) {  // causal softmax over j <= t
+      for (idx t = 0; t < T; ++t) {  // softmax over the keys j <= last
+        const idx last = causal ? t : T - 1;
         float* row = P + t * T;
         float mx = row[0];
-        for (idx j = 1; j <= t; ++j) mx = row[j] > mx ? row[j] : mx;
+        for (idx j = 1; j <= last; ++j) mx = row[j] > mx ? row[j] : mx;
         float sum = 0.f;
-        for (idx j = 0; j <= t; ++j) {
+        for (idx j = 0; j <= last; ++j) {
           row[j] = std::exp(row[j] - mx);
           sum += row[j];
         }
         const float inv = 1.f / sum;
-        for (idx j = 0; j <= t; ++j) row[j] *= inv;
-        for (idx j = t + 1; j < T; ++j) row[j] = 0.f;
+        for (idx j = 0; j <= last; ++j) row[j] *= inv;
+        for (idx j = last + 1; j < T; ++j) row[j] = 0.f;
       }
       // out[T,hd] = P v
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(T), static_cast<int>(hd),
@@ -224,7 +227,7 @@ inline void attention_forward(float* out, float* att, const float* qkv, idx B, i
 
 // dqkv[B*T, 3*Cl] (overwritten) from dout[B*T, Cl]; scratch holds T*T floats.
 inline void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att,
-                               idx B, idx T, idx nh, idx hd) {
+                               idx B, idx T, idx nh, idx hd, bool causal = true) {
   const idx Cl = nh * hd, ld = 3 * Cl;
   const int t_ = static_cast<int>(T), hd_ = static_cast<int>(hd), ld_ = static_cast<int>(ld), cl_ = static_cast<int>(Cl);
   const float scale = 1.f / std::sqrt(static_cast<float>(hd));
@@ -242,14 +245,15 @@ inline void attention_backward(float* dqkv, float* scratch, const float* dout, c
       // dP[T,T] = dO v^T ; dv[T,hd] = P^T dO
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, t_, t_, hd_, 1.f, dO, cl_, v, ld_, 0.f, dP, t_);
       cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, t_, hd_, t_, 1.f, P, t_, dO, cl_, 0.f, dv, ld_);
-      // softmax backward: dS = P * (dP - sum_j P dP), zero above the diagonal
+      // softmax backward: dS = P * (dP - sum_j P dP), zero above the diagonal when causal
       for (idx t = 0; t < T; ++t) {
+        const idx last = causal ? t : T - 1;
         const float* p = P + t * T;
         float* d = dP + t * T;
         float dot = 0.f;
-        for (idx j = 0; j <= t; ++j) dot += p[j] * d[j];
-        for (idx j = 0; j <= t; ++j) d[j] = p[j] * (d[j] - dot);
-        for (idx j = t + 1; j < T; ++j) d[j] = 0.f;
+        for (idx j = 0; j <= last; ++j) dot += p[j] * d[j];
+        for (idx j = 0; j <= last; ++j) d[j] = p[j] * (d[j] - dot);
+        for (idx j = last + 1; j < T; ++j) d[j] = 0.f;
       }
       // dq = scale dS k ; dk = scale dS^T q
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, t_, hd_, t_, scale, dP, t_, kk, ld_, 0.f, dq, ld_);

@@ -1,5 +1,5 @@
-// examples/gpt/model.hpp: one pipeline stage of a GPT-2 / GPT-NeoX model, sharded for tensor
-// parallelism as in Megatron-LM, fp32 on the CPU.
+// examples/gpt/model.hpp: one pipeline stage of a GPT-2 / GPT-NeoX / BERT model, sharded for
+// tensor parallelism as in Megatron-LM, fp32 on the CPU.
 //
 //   gpt::stage_model m(cfg, {.pp = 1, .pp_rank = 0, .tp = 1, .tp_rank = 0}, micro, n_micro);
 //   m.init_params();                       // same values on every grid (global tensors, then shards)
@@ -10,6 +10,11 @@
 // in the order of params.hpp's stage_tensors(); gradients and Adam moments mirror it.
 // Column-parallel layers split their outputs over TP ranks, row-parallel ones their inputs;
 // row-parallel biases are added once, after the allreduce.
+//
+// BERT (--arch bert) runs the same layers: bidirectional attention, post-LN blocks
+// x -> ln1(x + attn(x)) -> ln2(. + mlp(.)) after an embedding LayerNorm (pre-LN blocks are
+// GPT-2's), and the MLM head dense -> GELU -> LayerNorm -> wte^T + bias. Targets < 0 (the
+// unmasked positions) are left out of the loss.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -55,8 +60,11 @@ class stage_model {
   struct layer_a {  // activations of one block for one micro-batch
     float *ln1, *mean1, *rstd1, *qkv, *att, *atty, *r1, *ln2, *mean2, *rstd2, *h, *g, *out;
   };
-  struct head_a {
-    float *lnf, *meanf, *rstdf;
+  struct head_a {  // the final LayerNorm (GPT, pre-LN BERT); BERT's MLM transform
+    float *lnf, *meanf, *rstdf, *mh, *mg, *mln, *meanm, *rstdm;
+  };
+  struct embed_a {  // BERT post-LN: the embedding sum before its LayerNorm
+    float *sum, *mean, *rstd;
   };
 
   stage_model(const config& c, stage_place place, int micro, int n_micro)
@@ -69,6 +77,7 @@ class stage_model {
     T_ = c.block; C_ = c.channels; N_ = static_cast<std::int64_t>(S_) * T_;
     nh_ = c.heads / tp; hd_ = c.head_dim(); Cl_ = nh_ * hd_; Hl_ = c.hidden() / tp; Vl_ = c.vocab / tp;
     rot_ = c.rot_dim();
+    causal_ = c.causal();
 
     tensors_ = stage_tensors(c, place);
     const std::int64_t off = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().numel;
@@ -77,7 +86,12 @@ class stage_model {
 
     // activations: one region per micro-batch (1F1B keeps up to pp of them alive; we keep all)
     const std::int64_t per_layer = N_ * C_ * 4 + N_ * 4 + N_ * 3 * Cl_ + S_ * nh_ * T_ * T_ + N_ * Cl_ + 2 * N_ * Hl_;
-    act_stride_ = N_ * C_ + per_layer * (l1_ - l0_) + (last_ ? N_ * C_ + 2 * N_ : 0);
+    // head: the final LayerNorm (not in post-LN BERT), BERT's MLM transform (head_of());
+    // BERT post-LN's first stage: the embedding sum and its LayerNorm statistics (embed_of())
+    if (last_ && !c.bert_post_ln()) head_numel_ = N_ * C_ + 2 * N_;
+    if (last_ && c.is_bert()) head_numel_ += 3 * N_ * C_ + 2 * N_;
+    embed_numel_ = first_ && c.bert_post_ln() ? N_ * C_ + 2 * N_ : 0;
+    act_stride_ = N_ * C_ + per_layer * (l1_ - l0_) + head_numel_ + embed_numel_;
     acts_.assign(static_cast<std::size_t>(act_stride_ * M_), 0.f);
     dres_.assign(N_ * C_, 0.f);
     dln_a_.assign(N_ * C_, 0.f);
@@ -163,13 +177,17 @@ class stage_model {
   template <class Tp>
   double forward(int mb, const int* tokens, const int* targets, Tp& tp, float loss_scale, bool want_grad = true) {
     float* x = input(mb);
-    if (first_) embed_forward(x, tokens, tp);
+    if (first_) embed_forward(mb, x, tokens, tp);
     for (int l = l0_; l < l1_; ++l) {
       layer_forward(l, acts_of(mb, l), x, tp);
       x = acts_of(mb, l).out;
     }
     if (!last_) return 0.0;
     head_a ha = head_of(mb);
+    if (cfg_.is_bert()) {
+      mlm_head_forward(ha, x);
+      return cross_entropy(targets, tp, loss_scale, want_grad);
+    }
     k::layernorm_forward(ha.lnf, ha.meanf, ha.rstdf, x, p_lnf_w(), p_lnf_b(), N_, C_);
     k::matmul_forward(logits_.data(), ha.lnf, p_lm(), nullptr, N_, C_, Vl_);  // [N, V/tp]
     return cross_entropy(targets, tp, loss_scale, want_grad);
@@ -184,7 +202,9 @@ class stage_model {
 
   template <class Tp>
   void backward(int mb, const int* tokens, Tp& tp) {
-    if (last_) {
+    if (last_ && cfg_.is_bert()) {
+      mlm_head_backward(head_of(mb), acts_of(mb, l1_ - 1).out, tp);
+    } else if (last_) {
       head_a ha = head_of(mb);
       // logits_ now holds d loss / d logits [N, V/tp]; the lm head is column-parallel over
       // the vocabulary, so the input gradient is a partial sum over TP ranks.
@@ -196,7 +216,7 @@ class stage_model {
                             ha.meanf, ha.rstdf, N_, C_);
     }
     for (int l = l1_ - 1; l >= l0_; --l) layer_backward(l, mb, tp);
-    if (first_) embed_backward(tokens);
+    if (first_) embed_backward(mb, tokens);
   }
 
   // ---- pointers ----------------------------------------------------------------------------
@@ -220,7 +240,7 @@ class stage_model {
   }
 
  private:
-  int local_layer_tensor(int l) const { return (first_ ? (cfg_.arch == arch_kind::gpt2 ? 2 : 1) : 0) + (l - l0_) * params_per_layer; }
+  int local_layer_tensor(int l) const { return (first_ ? embed_tensor_count(cfg_) : 0) + (l - l0_) * params_per_layer; }
   int head_tensor() const { return local_layer_tensor(l1_); }
   float* p_wte() { return params.data() + tensors_[0].offset; }
   float* g_wte() { return grads.data() + tensors_[0].offset; }
@@ -230,7 +250,15 @@ class stage_model {
   float* p_lnf_b() { return params.data() + tensors_[head_tensor() + 1].offset; }
   float* g_lnf_w() { return grads.data() + tensors_[head_tensor()].offset; }
   float* g_lnf_b() { return grads.data() + tensors_[head_tensor() + 1].offset; }
-  int lm_tensor() const { return (cfg_.arch == arch_kind::gpt2 && first_) ? 0 : head_tensor() + 2; }
+  // the output layer: neox's own lm_w; else wte, or its synchronised copy after the head tensors
+  int lm_tensor() const {
+    if (!cfg_.tied()) return head_tensor() + 2;
+    return first_ ? 0 : head_tensor() + head_tensor_count(cfg_);
+  }
+  float* p_at(int i) { return params.data() + tensors_[i].offset; }
+  float* g_at(int i) { return grads.data() + tensors_[i].offset; }
+  // BERT's mlm_w, then mlm_b mlm_ln_w mlm_ln_b mlm_bias (after lnf_w lnf_b when pre-LN)
+  int mlm_tensor() const { return head_tensor() + (cfg_.post_ln ? 0 : 2); }
   float* p_lm() { return params.data() + tensors_[lm_tensor()].offset; }
   float* g_lm() { return grads.data() + tensors_[lm_tensor()].offset; }
 
@@ -256,15 +284,35 @@ class stage_model {
   }
   head_a head_of(int mb) {
     float* p = acts_of(mb, l1_ - 1).out + N_ * C_;
+    head_a h{};
+    if (!cfg_.bert_post_ln()) {
+      h.lnf = p; p += N_ * C_;
+      h.meanf = p; p += N_;
+      h.rstdf = p; p += N_;
+    }
+    if (cfg_.is_bert()) {
+      h.mh = p; p += N_ * C_;
+      h.mg = p; p += N_ * C_;
+      h.mln = p; p += N_ * C_;
+      h.meanm = p; p += N_;
+      h.rstdm = p;
+    }
+    return h;
+  }
+  embed_a embed_of(int mb) {
+    float* p = acts_.data() + act_stride_ * (mb + 1) - embed_numel_;
     return {p, p + N_ * C_, p + N_ * C_ + N_};
   }
   const float* layer_input(int mb, int l) { return l == l0_ ? input(mb) : acts_of(mb, l - 1).out; }
 
   // x[N,C] = wte[token] (vocab-parallel: rows outside this shard give 0, then allreduce) + wpe[t]
+  // (BERT post-LN: then x = emb_ln(x))
   template <class Tp>
-  void embed_forward(float* x, const int* tokens, Tp& tp) {
+  void embed_forward(int mb, float* out, const int* tokens, Tp& tp) {
     const std::int64_t v0 = static_cast<std::int64_t>(place_.tp_rank) * Vl_;
     const float* wte = p_wte();
+    const embed_a e = embed_of(mb);
+    float* x = cfg_.bert_post_ln() ? e.sum : out;
 #pragma omp parallel for if (N_ * C_ > k::par_min) num_threads(hcomm::exec::default_threads())
     for (std::int64_t n = 0; n < N_; ++n) {
       const std::int64_t v = tokens[n] - v0;
@@ -275,24 +323,31 @@ class stage_model {
         for (std::int64_t c = 0; c < C_; ++c) xn[c] = 0.f;
     }
     tp.allreduce(std::span<float>(x, static_cast<std::size_t>(N_ * C_)));
-    if (cfg_.arch == arch_kind::gpt2) {
+    if (cfg_.arch != arch_kind::neox) {
       const float* wpe = p_wpe();
 #pragma omp parallel for if (N_ * C_ > k::par_min) num_threads(hcomm::exec::default_threads())
       for (std::int64_t n = 0; n < N_; ++n)
         for (std::int64_t c = 0; c < C_; ++c) x[n * C_ + c] += wpe[(n % T_) * C_ + c];
     }
+    if (cfg_.bert_post_ln()) k::layernorm_forward(out, e.mean, e.rstd, e.sum, p_at(2), p_at(3), N_, C_);
   }
-  void embed_backward(const int* tokens) {
+  void embed_backward(int mb, const int* tokens) {
     const std::int64_t v0 = static_cast<std::int64_t>(place_.tp_rank) * Vl_;
     float* dwte = g_wte();
     const float* d = dres_.data();
+    if (cfg_.bert_post_ln()) {  // d sum = emb_ln'(d x)
+      const embed_a e = embed_of(mb);
+      std::fill(dln_a_.begin(), dln_a_.end(), 0.f);
+      k::layernorm_backward(dln_a_.data(), g_at(2), g_at(3), dres_.data(), e.sum, p_at(2), e.mean, e.rstd, N_, C_);
+      d = dln_a_.data();
+    }
     // Serial over rows: several rows may hit the same token (a parallel loop would race).
     for (std::int64_t n = 0; n < N_; ++n) {
       const std::int64_t v = tokens[n] - v0;
       if (v >= 0 && v < Vl_)
         for (std::int64_t c = 0; c < C_; ++c) dwte[v * C_ + c] += d[n * C_ + c];
     }
-    if (cfg_.arch == arch_kind::gpt2) {
+    if (cfg_.arch != arch_kind::neox) {
       float* dwpe = g_wpe();
 #pragma omp parallel for if (N_ * C_ > k::par_min) num_threads(hcomm::exec::default_threads())
       for (std::int64_t c = 0; c < C_; ++c)
@@ -321,6 +376,7 @@ class stage_model {
 
   template <class Tp>
   void layer_forward(int l, const layer_a& a, const float* x, Tp& tp) {
+    if (cfg_.bert_post_ln()) return post_ln_layer_forward(l, a, x, tp);
     const layer_p p = layer_params(l, params.data());
     const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
     // attention branch: ln1 -> qkv (column-parallel) -> rotary -> attention -> proj (row-parallel)
@@ -328,14 +384,14 @@ class stage_model {
     lin_forward(l, 0, a.qkv, a.ln1, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                // [N,3C/tp]
     k::rotary_apply(a.qkv, cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, false);
     if (!ops_ || !ops_->attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_))
-      k::attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_);                  // [N,C/tp]
+      k::attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_, causal_);         // [N,C/tp]
     float* attn_out = a.out;  // borrow the output buffer for the attention branch [N,C]
     lin_forward(l, 1, attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);               // partial [N,C]
     tp.allreduce(std::span<float>(attn_out, static_cast<std::size_t>(N * C)));
     k::add_bias_rows(attn_out, p.proj_b, N, C);
-    // gpt2: r1 = x + attn; mlp reads ln2(r1). neox (parallel residual): mlp reads ln2(x).
+    // gpt2, pre-LN bert: r1 = x + attn; mlp reads ln2(r1). neox (parallel residual): mlp reads ln2(x).
     const float* mlp_in = x;
-    if (cfg_.arch == arch_kind::gpt2) {
+    if (cfg_.arch != arch_kind::neox) {
       k::residual_forward(a.r1, x, attn_out, N * C);
       mlp_in = a.r1;
     } else {
@@ -353,13 +409,14 @@ class stage_model {
   // dres_ holds d loss / d out on entry and d loss / d x on exit.
   template <class Tp>
   void layer_backward(int l, int mb, Tp& tp) {
+    if (cfg_.bert_post_ln()) return post_ln_layer_backward(l, mb, tp);
     const layer_a a = acts_of(mb, l);
     const float* x = layer_input(mb, l);
     const layer_p p = layer_params(l, params.data());
     const layer_p g = layer_params(l, grads.data());
     const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
     float* d = dres_.data();
-    const bool gpt2 = cfg_.arch == arch_kind::gpt2;
+    const bool gpt2 = cfg_.arch != arch_kind::neox;  // sequential residual (gpt2, pre-LN bert)
     const float* mlp_in = gpt2 ? a.r1 : x;
     // mlp branch: d out -> fcp (row-parallel: local input grad, no comm) -> gelu -> fc
     // (column-parallel: the input gradient is a partial sum -> allreduce)
@@ -374,12 +431,94 @@ class stage_model {
     // attention branch with d attn = d (gpt2: d r1, neox: d out)
     lin_backward(l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);  // [N,C/tp]
     if (!ops_ || !ops_->attention_backward(dqkv_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_))
-      k::attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, S_, T_, nh_, hd_);
+      k::attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, S_, T_, nh_, hd_, causal_);
     k::rotary_apply(dqkv_.data(), cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, true);
     lin_backward(l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), a.ln1, p.qkv_w, N, C, 3 * Cl);
     tp.allreduce(std::span<float>(dln_a_));                                                 // d ln1 [N,C]
     if (!gpt2) k::layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), x, p.ln2_w, a.mean2, a.rstd2, N, C);
     k::layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), x, p.ln1_w, a.mean1, a.rstd1, N, C);  // d x
+  }
+
+  // BERT's post-LN block: r1 = x + attn(x), y1 = ln1(r1), r2 = y1 + mlp(y1), out = ln2(r2).
+  // Buffers: ln1 holds y1, r1 holds r1, ln2 holds r2 (the inputs of the two LayerNorms).
+  template <class Tp>
+  void post_ln_layer_forward(int l, const layer_a& a, const float* x, Tp& tp) {
+    const layer_p p = layer_params(l, params.data());
+    const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
+    lin_forward(l, 0, a.qkv, x, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                   // [N,3C/tp]
+    if (!ops_ || !ops_->attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_))
+      k::attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_, causal_);        // [N,C/tp]
+    float* attn_out = a.out;  // borrowed until ln2 writes the block's output
+    lin_forward(l, 1, attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);              // partial [N,C]
+    tp.allreduce(std::span<float>(attn_out, static_cast<std::size_t>(N * C)));
+    k::add_bias_rows(attn_out, p.proj_b, N, C);
+    k::residual_forward(a.r1, x, attn_out, N * C);
+    k::layernorm_forward(a.ln1, a.mean1, a.rstd1, a.r1, p.ln1_w, p.ln1_b, N, C);  // y1 [N,C]
+    lin_forward(l, 2, a.h, a.ln1, p.fc_w, p.fc_b, N, C, H);                        // [N,4C/tp]
+    k::gelu_forward(a.g, a.h, N * H);
+    lin_forward(l, 3, a.ln2, a.g, p.fcp_w, nullptr, N, H, C);                      // partial [N,C]
+    tp.allreduce(std::span<float>(a.ln2, static_cast<std::size_t>(N * C)));
+    k::add_bias_rows(a.ln2, p.fcp_b, N, C);
+    k::add_inplace(a.ln2, a.ln1, N * C);                                           // r2 = y1 + mlp
+    k::layernorm_forward(a.out, a.mean2, a.rstd2, a.ln2, p.ln2_w, p.ln2_b, N, C);
+  }
+  // dres_ holds d loss / d out on entry and d loss / d x on exit.
+  template <class Tp>
+  void post_ln_layer_backward(int l, int mb, Tp& tp) {
+    const layer_a a = acts_of(mb, l);
+    const float* x = layer_input(mb, l);
+    const layer_p p = layer_params(l, params.data());
+    const layer_p g = layer_params(l, grads.data());
+    const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
+    float* d = dres_.data();
+    std::fill(dln_b_.begin(), dln_b_.end(), 0.f);
+    k::layernorm_backward(dln_b_.data(), g.ln2_w, g.ln2_b, d, a.ln2, p.ln2_w, a.mean2, a.rstd2, N, C);  // d r2
+    lin_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, dln_b_.data(), a.g, p.fcp_w, N, H, C);
+    k::gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);
+    lin_backward(l, 2, dln_a_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln1, p.fc_w, N, C, H);
+    tp.allreduce(std::span<float>(dln_a_));
+    k::add_inplace(dln_a_.data(), dln_b_.data(), N * C);                                                  // d y1
+    std::fill(dres_.begin(), dres_.end(), 0.f);
+    k::layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), a.r1, p.ln1_w, a.mean1, a.rstd1, N, C);  // d r1
+    lin_backward(l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);
+    if (!ops_ || !ops_->attention_backward(dqkv_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_))
+      k::attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, S_, T_, nh_, hd_, causal_);
+    lin_backward(l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), x, p.qkv_w, N, C, 3 * Cl);
+    tp.allreduce(std::span<float>(dln_a_));
+    k::add_inplace(d, dln_a_.data(), N * C);                                                              // d x
+  }
+
+  // BERT's MLM head, on every position (the loss keeps the masked ones):
+  // x[N,C] (-> lnf, pre-LN) -> mh = x mlm_w^T + mlm_b -> mg = gelu(mh) -> mln = mlm_ln(mg)
+  // -> logits[N, V/tp] = mln wte^T + mlm_bias (vocab-parallel, as GPT-2's tied lm head).
+  void mlm_head_forward(const head_a& h, const float* x) {
+    const int m = mlm_tensor();
+    if (!cfg_.post_ln) {
+      k::layernorm_forward(h.lnf, h.meanf, h.rstdf, x, p_lnf_w(), p_lnf_b(), N_, C_);
+      x = h.lnf;
+    }
+    k::matmul_forward(h.mh, x, p_at(m), p_at(m + 1), N_, C_, C_);
+    k::gelu_forward(h.mg, h.mh, N_ * C_);
+    k::layernorm_forward(h.mln, h.meanm, h.rstdm, h.mg, p_at(m + 2), p_at(m + 3), N_, C_);
+    k::matmul_forward(logits_.data(), h.mln, p_lm(), p_at(m + 4), N_, C_, Vl_);
+  }
+  // logits_ holds d loss / d logits; leaves d loss / d x in dres_.
+  template <class Tp>
+  void mlm_head_backward(const head_a& h, const float* x, Tp& tp) {
+    const int m = mlm_tensor();
+    k::matmul_backward(dln_a_.data(), g_lm(), g_at(m + 4), logits_.data(), h.mln, p_lm(), N_, C_, Vl_, false);
+    tp.allreduce(std::span<float>(dln_a_));  // partial sums over the vocabulary shards
+    std::fill(dln_b_.begin(), dln_b_.end(), 0.f);
+    k::layernorm_backward(dln_b_.data(), g_at(m + 2), g_at(m + 3), dln_a_.data(), h.mg, p_at(m + 2), h.meanm, h.rstdm,
+                          N_, C_);
+    k::gelu_backward(dln_b_.data(), h.mh, dln_b_.data(), N_ * C_);
+    if (cfg_.post_ln) {
+      k::matmul_backward(dres_.data(), g_at(m), g_at(m + 1), dln_b_.data(), x, p_at(m), N_, C_, C_, false);
+      return;
+    }
+    k::matmul_backward(dln_a_.data(), g_at(m), g_at(m + 1), dln_b_.data(), h.lnf, p_at(m), N_, C_, C_, false);
+    std::fill(dres_.begin(), dres_.end(), 0.f);
+    k::layernorm_backward(dres_.data(), g_lnf_w(), g_lnf_b(), dln_a_.data(), x, p_lnf_w(), h.meanf, h.rstdf, N_, C_);
   }
 
   // Vocab-parallel cross-entropy over logits_[N, V/tp]: the global row max comes from an
@@ -405,6 +544,11 @@ class stage_model {
     }
 #pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
     for (std::int64_t n = 0; n < N; ++n) {
+      if (targets[n] < 0) {  // not predicted (BERT's unmasked positions): no loss, no gradient
+        ce_sums_[n] = 1.f;
+        ce_sums_[N + n] = 0.f;
+        continue;
+      }
       float s = 0.f;
       for (std::int64_t v = 0; v < V; ++v) s += std::exp(z[n * V + v] - ce_max_[n]);
       const std::int64_t t = targets[n] - v0;
@@ -414,10 +558,14 @@ class stage_model {
     tp.allreduce(std::span<float>(ce_sums_));
     double loss = 0.0;
     for (std::int64_t n = 0; n < N; ++n)
-      loss += static_cast<double>(std::log(ce_sums_[n]) + ce_max_[n] - ce_sums_[N + n]);
+      if (targets[n] >= 0) loss += static_cast<double>(std::log(ce_sums_[n]) + ce_max_[n] - ce_sums_[N + n]);
     if (want_grad) {
 #pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
       for (std::int64_t n = 0; n < N; ++n) {
+        if (targets[n] < 0) {
+          std::fill(z + n * V, z + (n + 1) * V, 0.f);
+          continue;
+        }
         const float inv = 1.f / ce_sums_[n];
         const std::int64_t t = targets[n] - v0;
         for (std::int64_t v = 0; v < V; ++v) {
@@ -434,10 +582,10 @@ class stage_model {
   int S_, M_;
   std::vector<param_spec> specs_;
   std::vector<local_tensor> tensors_;
-  bool first_ = true, last_ = true;
+  bool first_ = true, last_ = true, causal_ = true;
   int l0_ = 0, l1_ = 0;
   int T_ = 0, C_ = 0, nh_ = 0, hd_ = 0, Cl_ = 0, Hl_ = 0, Vl_ = 0, rot_ = 0;
-  std::int64_t N_ = 0, act_stride_ = 0;
+  std::int64_t N_ = 0, act_stride_ = 0, head_numel_ = 0, embed_numel_ = 0;
   std::vector<float> acts_, dres_, dln_a_, dln_b_, dhid_, dqkv_, datty_, dP_, logits_, ce_max_, ce_gather_, ce_sums_;
   std::vector<float> cos_, sin_;
   block_ops* ops_ = nullptr;  // not owned; null: dense kernels only

@@ -9,9 +9,14 @@
 //   gpt2: wte[V,C] wpe[T,C] {ln1_w ln1_b qkv_w[3C,C] qkv_b proj_w[C,C] proj_b ln2_w ln2_b
 //         fc_w[4C,C] fc_b fcp_w[C,4C] fcp_b} x L  lnf_w lnf_b          (lm head = wte, tied)
 //   neox: wte[V,C] {same 12 per layer} x L lnf_w lnf_b lm_w[V,C]       (untied, no wpe)
+//   bert: wte[V,C] wpe[T,C] emb_ln_w emb_ln_b (post-LN) {same 12 per layer} x L
+//         lnf_w lnf_b (pre-LN) mlm_w[C,C] mlm_b mlm_ln_w mlm_ln_b mlm_bias[V]  (decoder = wte, tied)
+//   In BERT's post-LN blocks ln1 normalises x + attn(x) and ln2 x + mlp(x) (the block's output);
+//   in pre-LN blocks they are GPT-2's.
 // Sharding over TP ranks: qkv (q, k, v blocks each split by heads) and fc are column-parallel,
-// proj and fcp are row-parallel (split along their input), wte/lm_w are vocab-parallel (rows),
-// everything else is replicated.
+// proj and fcp are row-parallel (split along their input), wte/lm_w/mlm_bias are vocab-parallel
+// (rows), everything else is replicated (BERT's MLM transform mlm_w is computed on every TP
+// rank, as in Megatron-LM's BERT head).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -38,13 +43,27 @@ struct param_spec {
   std::int64_t numel() const { return rows * cols; }
 };
 
+// Tensors before the first block (first stage) and after the last (last stage).
+inline int embed_tensor_count(const config& c) {
+  return c.arch == arch_kind::neox ? 1 : c.bert_post_ln() ? 4 : 2;
+}
+inline int head_tensor_count(const config& c) {
+  return c.arch == arch_kind::gpt2 ? 2 : c.arch == arch_kind::neox ? 3 : (c.post_ln ? 0 : 2) + 5;
+}
+
 // The global parameter list in canonical order.
 inline std::vector<param_spec> global_specs(const config& c) {
   const std::int64_t V = c.vocab, C = c.channels, T = c.block, H = c.hidden();
-  const float std0 = 0.02f, std_res = 0.02f / std::sqrt(2.f * static_cast<float>(c.layers));
+  // BERT initialises every matrix N(0, 0.02); GPT-2 scales the residual projections by 1/sqrt(2L)
+  const float std0 = 0.02f, std_res = c.is_bert() ? std0 : 0.02f / std::sqrt(2.f * static_cast<float>(c.layers));
   std::vector<param_spec> s;
   s.push_back({"wte", -1, V, C, shard_kind::rows, true, std0, 0});
   if (c.arch == arch_kind::gpt2) s.push_back({"wpe", -1, T, C, shard_kind::replicated, true, std0 / 2, 0});
+  if (c.is_bert()) s.push_back({"wpe", -1, T, C, shard_kind::replicated, true, std0, 0});
+  if (c.bert_post_ln()) {
+    s.push_back({"emb_ln_w", -1, C, 1, shard_kind::replicated, false, 0, 1});
+    s.push_back({"emb_ln_b", -1, C, 1, shard_kind::replicated, false, 0, 0});
+  }
   for (int l = 0; l < c.layers; ++l) {
     auto n = [&](const char* x) {  // appended piecewise: GCC 12 warns (-Wrestrict) on "h" + std::string
       std::string r("h");
@@ -64,16 +83,25 @@ inline std::vector<param_spec> global_specs(const config& c) {
     s.push_back({n("fcp_w"), l, C, H, shard_kind::cols, true, std_res, 0});
     s.push_back({n("fcp_b"), l, C, 1, shard_kind::replicated, false, 0, 0});
   }
-  s.push_back({"lnf_w", -1, C, 1, shard_kind::replicated, false, 0, 1});
-  s.push_back({"lnf_b", -1, C, 1, shard_kind::replicated, false, 0, 0});
+  if (!c.bert_post_ln()) {
+    s.push_back({"lnf_w", -1, C, 1, shard_kind::replicated, false, 0, 1});
+    s.push_back({"lnf_b", -1, C, 1, shard_kind::replicated, false, 0, 0});
+  }
   if (c.arch == arch_kind::neox) s.push_back({"lm_w", -1, V, C, shard_kind::rows, true, std0, 0});
+  if (c.is_bert()) {  // the MLM head: dense + GELU + LayerNorm, decoder = wte plus its own bias
+    s.push_back({"mlm_w", -1, C, C, shard_kind::replicated, true, std0, 0});
+    s.push_back({"mlm_b", -1, C, 1, shard_kind::replicated, false, 0, 0});
+    s.push_back({"mlm_ln_w", -1, C, 1, shard_kind::replicated, false, 0, 1});
+    s.push_back({"mlm_ln_b", -1, C, 1, shard_kind::replicated, false, 0, 0});
+    s.push_back({"mlm_bias", -1, V, 1, shard_kind::rows, false, 0, 0});
+  }
   return s;
 }
 
 constexpr int params_per_layer = 12;
 
 // Index of a tensor in global_specs().
-inline int global_index_of_layer(const config& c, int layer) { return (c.arch == arch_kind::gpt2 ? 2 : 1) + layer * params_per_layer; }
+inline int global_index_of_layer(const config& c, int layer) { return embed_tensor_count(c) + layer * params_per_layer; }
 
 // Copies the TP shard of global tensor g (row-major [rows, cols]) into out.
 inline void extract_shard(const param_spec& s, const float* g, int tp, int r, float* out) {
@@ -188,18 +216,14 @@ inline std::vector<local_tensor> stage_tensors(const config& c, stage_place plac
     off += t.numel;
     out.push_back(t);
   };
-  if (first) {
-    add(0, false);
-    if (c.arch == arch_kind::gpt2) add(1, false);
-  }
+  if (first)
+    for (int j = 0; j < embed_tensor_count(c); ++j) add(j, false);
   for (int l = l0; l < l1; ++l)
     for (int j = 0; j < params_per_layer; ++j) add(global_index_of_layer(c, l) + j, false);
   if (last) {
-    const int lnf = global_index_of_layer(c, c.layers);
-    add(lnf, false);
-    add(lnf + 1, false);
-    if (c.arch == arch_kind::neox) add(lnf + 2, false);
-    else if (!first) add(0, true);  // tied lm head lives on another stage: keep a synchronised copy
+    const int head = global_index_of_layer(c, c.layers);
+    for (int j = 0; j < head_tensor_count(c); ++j) add(head + j, false);
+    if (c.tied() && !first) add(0, true);  // tied lm head lives on another stage: keep a synchronised copy
   }
   return out;
 }

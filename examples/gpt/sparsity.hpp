@@ -106,7 +106,7 @@ class sparse_trainer final : public block_ops {
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
     const msparse::gpt_shape shape{static_cast<std::size_t>(c.layers), static_cast<std::size_t>(c.channels),
                                    static_cast<std::size_t>(c.heads), static_cast<std::size_t>(c.block),
-                                   static_cast<std::size_t>(c.vocab), false};
+                                   static_cast<std::size_t>(c.vocab), false, c.causal()};
     flops_ = msparse::flop_counter(shape, static_cast<std::size_t>(c.batch));
     auto layers = msparse::gpt_linear_layers(shape);  // h<b>.{attn.qkv, attn.out, mlp.fc, mlp.proj}, lm_head
     // local blocks of this stage, from the model's tensor list
@@ -165,8 +165,9 @@ class sparse_trainer final : public block_ops {
     const std::size_t stride = s.hsa_stride > 0 ? static_cast<std::size_t>(s.hsa_stride)
                                                 : std::max<std::size_t>(1, static_cast<std::size_t>(c.block) / 8);
     const std::size_t blk = s.hsa_block > 0 ? static_cast<std::size_t>(s.hsa_block) : stride;
-    hsa_ = msparse::attention::hybrid({hsa_pattern_of(s.hsa_pattern), stride, 1}, static_cast<std::size_t>(c.block),
-                                      std::min<std::size_t>(blk, msparse::attention::max_block));
+    // BERT: the same patterns without the causal cut (msparse/attention/pattern.hpp)
+    hsa_ = msparse::attention::hybrid({hsa_pattern_of(s.hsa_pattern), stride, 1, c.causal()},
+                                      static_cast<std::size_t>(c.block), std::min<std::size_t>(blk, msparse::attention::max_block));
     if (sc_.sparse()) {
       topo_.init(tensors());  // step-0 masks; inactive weights zeroed
       rebuild();
@@ -189,8 +190,9 @@ class sparse_trainer final : public block_ops {
                   sc_.distribution.c_str());
     r += b;
     if (c.hsa_end > 0) {
-      std::snprintf(b, sizeof b, ", HSA %s steps [0, %lld) at %.3f of causal entries", sc_.hsa_pattern.c_str(),
-                    static_cast<long long>(c.hsa_end), hsa_.sparse().kept_fraction());
+      std::snprintf(b, sizeof b, ", HSA %s steps [0, %lld) at %.3f of %s entries", sc_.hsa_pattern.c_str(),
+                    static_cast<long long>(c.hsa_end), hsa_.sparse().kept_fraction(),
+                    hsa_.sparse().is_causal() ? "causal" : "all");
       r += b;
     }
     return r;

@@ -39,6 +39,7 @@
 #include "hcomm/topology/grid.hpp"
 #include "losses.hpp"
 #include "metrics.hpp"
+#include "mlm.hpp"
 #include "model.hpp"
 #include "optim.hpp"
 #include "options.hpp"
@@ -65,6 +66,7 @@ class trainer {
         adam_(model_.params.size()), dog_(o.comm_timeout), dp_(b.dp(), g, o.sparsity.packed_dp), ckpt_(c, o, g, dog_) {
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
     agreed([&] { data_ = text_data::load(o.data, c.val_frac, c.block); }, 2, "cannot load --data " + o.data + ": ");
+    if (c.is_bert()) mlm_ = mlm_data(&data_, c);
     const int M = model_.n_micro();
     const std::size_t N = static_cast<std::size_t>(model_.rows());
     tokens_.assign(M, std::vector<int>(N));
@@ -104,7 +106,7 @@ class trainer {
     auto w = dog_.watch("the end of the run (sampling, tied-copy check)", step_);
     if (root && !opt_.quiet && totals.seconds > 0)
       print_summary(totals, tied_bytes_ > 0, flops_of(sp_.total_flops()), opt_.sparsity.method, sp_.density());
-    if (step_ == cfg_.steps && opt_.sample > 0) sample_text();
+    if (step_ == cfg_.steps && opt_.sample > 0 && !cfg_.is_bert()) sample_text();  // BERT does not generate
     const int tied_rc = check_tied_copies();
     const int sparse_rc = sp_.failures() > 0 ? 1 : 0;  // sparsity invariants (sparsity.hpp), printed where they failed
     result.rc = std::max(tied_rc, sparse_rc);
@@ -139,15 +141,36 @@ class trainer {
   }
 
   // This DP rank's sequences [d*B/D, (d+1)*B/D) of the global batch at the data cursor, cut
-  // into micro-batches.
+  // into micro-batches. BERT: every rank masks the whole global batch (a few bytes per
+  // position) to know the number of predicted positions, the loss's denominator.
   void next_batch() {
     const int M = model_.n_micro(), S = model_.micro(), T = cfg_.block;
     const int per_dp = cfg_.batch / grid_.dp_size();
+    if (cfg_.is_bert()) {
+      std::vector<int> tok(static_cast<std::size_t>(T)), tgt(tok.size());
+      const int mine = grid_.dp_rank() * per_dp;
+      double predicted = 0;
+      for (int g = 0; g < cfg_.batch; ++g) {
+        predicted += mlm_.train_sequence(cursor_, g, tok.data(), tgt.data());
+        if (g < mine || g >= mine + per_dp) continue;
+        const int mb = (g - mine) / S, s = (g - mine) % S;
+        std::copy(tok.begin(), tok.end(), tokens_[mb].begin() + s * T);
+        std::copy(tgt.begin(), tgt.end(), targets_[mb].begin() + s * T);
+      }
+      loss_count_ = predicted;
+      return;
+    }
     for (int mb = 0; mb < M; ++mb)
       for (int s = 0; s < S; ++s) {
         const int g = grid_.dp_rank() * per_dp + mb * S + s;
         data_.train_sequence(cursor_, g, T, tokens_[mb].data() + s * T, targets_[mb].data() + s * T);
       }
+    loss_count_ = static_cast<double>(cfg_.batch) * cfg_.block;
+  }
+  // 1 / (the global batch's predicted positions): GPT every token, BERT the masked ones.
+  float loss_scale() const {
+    if (cfg_.is_bert()) return 1.f / static_cast<float>(loss_count_);
+    return 1.f / (static_cast<float>(cfg_.batch) * static_cast<float>(cfg_.block));
   }
 
   // Forward and backward of every micro-batch (1F1B); the stage's gradient allocation is
@@ -165,11 +188,12 @@ class trainer {
     return loss_sum;
   }
 
-  // The sum of token losses from the last stage's tp-rank-0 of every DP replica, over B*T.
+  // The sum of token losses from the last stage's tp-rank-0 of every DP replica, over the
+  // predicted positions (GPT: B*T).
   double global_loss(double loss_sum) const {
     double loss = (model_.is_last() && grid_.tp_rank() == 0) ? loss_sum : 0.0;
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    return loss / (static_cast<double>(cfg_.batch) * cfg_.block);
+    return loss / loss_count_;
   }
   // Every DP replica holds the same summed gradients: count one.
   double global_grad_norm() const {
@@ -203,7 +227,7 @@ class trainer {
   double pipeline_1f1b() {
     const int M = model_.n_micro(), P = grid_.pp_size(), s = grid_.pp_rank();
     const int warm = std::min(P - s - 1, M), steady = M - warm;
-    const float scale = 1.f / (static_cast<float>(cfg_.batch) * static_cast<float>(cfg_.block));
+    const float scale = loss_scale();
     double loss = 0;
     auto F = [&](int mb) { loss += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), comm_.tp(), scale, true); };
     auto B = [&](int mb) { model_.backward(mb, tokens_[mb].data(), comm_.tp()); };
@@ -253,7 +277,7 @@ class trainer {
   // differently decoded term and the copies would drift apart (Megatron, too, reduces the
   // embedding in its own group rather than on the activation channel).
   void sync_tied_embedding(std::int64_t step) {
-    if (cfg_.arch != arch_kind::gpt2 || grid_.pp_size() == 1) return;
+    if (!cfg_.tied() || grid_.pp_size() == 1) return;
     if (!model_.is_first() && !model_.is_last()) return;
     auto w = dog_.watch("the tied-embedding exchange (MPI_Sendrecv)", step);
     const local_tensor* t = nullptr;
@@ -273,7 +297,7 @@ class trainer {
   // The first and last stage's copies of the tied embedding must still be bitwise equal
   // (checked with plain MPI: the check must not go through a lossy codec). Returns 1 if not.
   int check_tied_copies() {
-    if (cfg_.arch != arch_kind::gpt2 || grid_.pp_size() == 1) return 0;
+    if (!cfg_.tied() || grid_.pp_size() == 1) return 0;
     int bad = 0;
     if (model_.is_first() || model_.is_last()) {
       const local_tensor* t = nullptr;
@@ -300,12 +324,19 @@ class trainer {
     auto w = dog_.watch("evaluation (pipeline forward, MPI_Allreduce)", step);
     const int M = model_.n_micro(), S = model_.micro(), T = cfg_.block;
     const int per_dp = cfg_.batch / grid_.dp_size();
-    double sum = 0;
+    double sum = 0, predicted = 0;
+    std::vector<int> tok(static_cast<std::size_t>(T)), tgt(tok.size());
     for (int v = 0; v < cfg_.eval_batches; ++v) {
+      if (cfg_.is_bert())  // the predicted positions of the whole batch, as in next_batch()
+        for (int g = 0; g < cfg_.batch; ++g) predicted += mlm_.val_sequence(v, cfg_.batch, g, tok.data(), tgt.data());
       for (int mb = 0; mb < M; ++mb) {
-        for (int s = 0; s < S; ++s)
-          data_.val_sequence(v, cfg_.batch, grid_.dp_rank() * per_dp + mb * S + s, T, tokens_[mb].data() + s * T,
-                             targets_[mb].data() + s * T);
+        for (int s = 0; s < S; ++s) {
+          const int g = grid_.dp_rank() * per_dp + mb * S + s;
+          if (cfg_.is_bert())
+            mlm_.val_sequence(v, cfg_.batch, g, tokens_[mb].data() + s * T, targets_[mb].data() + s * T);
+          else
+            data_.val_sequence(v, cfg_.batch, g, T, tokens_[mb].data() + s * T, targets_[mb].data() + s * T);
+        }
         recv_forward(mb);
         sum += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), comm_.tp(), 0.f, false);
         send_forward(mb);
@@ -313,6 +344,7 @@ class trainer {
     }
     double loss = (model_.is_last() && grid_.tp_rank() == 0) ? sum : 0.0;
     MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (cfg_.is_bert()) return loss / predicted;
     return loss / (static_cast<double>(cfg_.eval_batches) * cfg_.batch * T);
   }
 
@@ -412,9 +444,15 @@ class trainer {
     for (const auto& s : model_.specs()) n += static_cast<double>(s.numel());
     return n;
   }
+  std::string arch_label() const {
+    if (!cfg_.is_bert()) return to_string(cfg_.arch);
+    char b[96];
+    std::snprintf(b, sizeof b, "bert (%s, whole-word MLM at %g)", cfg_.post_ln ? "post-LN" : "pre-LN", cfg_.mask_rate);
+    return b;
+  }
   void banner() const {
     std::printf("train_gpt: arch %s, %d layers, C %d, %d heads, T %d, %.3fM params | batch %d = dp %d x %d micro-batches x %d | grid dp %d pp %d tp %d | scheme %s\n",
-                to_string(cfg_.arch), cfg_.layers, cfg_.channels, cfg_.heads, cfg_.block, n_params() / 1e6,
+                arch_label().c_str(), cfg_.layers, cfg_.channels, cfg_.heads, cfg_.block, n_params() / 1e6,
                 cfg_.batch, grid_.dp_size(), model_.n_micro(), model_.micro(), grid_.dp_size(), grid_.pp_size(),
                 grid_.tp_size(), opt_.scheme.c_str());
     if (sp_.active()) std::printf("%s\n", sp_.describe().c_str());
@@ -442,6 +480,8 @@ class trainer {
   stage_model model_;
   adamw adam_;
   text_data data_;
+  mlm_data mlm_;            // BERT's masked-LM view of data_
+  double loss_count_ = 0;   // predicted positions of this step's global batch
   int world_rank_ = 0;
   std::int64_t step_ = 0;          // steps done
   std::uint64_t cursor_ = 0;       // data position

@@ -17,9 +17,10 @@
 //     the rest of the dense weight gradient, 2 tokens n (1 - d), so that backward + topology
 //     is one dense weight gradient on those steps. SET/static/dense updates cost 0 FLOPs
 //     here (selection is comparisons, O(n), not counted).
-//   attention per block, over the E = T(T+1)/2 causal entries of each sequence (C = heads x
-//   head size):  dense forward 4 C E batch, backward 8 C E batch; actual x attention density
-//   (the fraction of causal entries evaluated; attention::hybrid::work_fraction).
+//   attention per block, over the E = T(T+1)/2 causal entries of each sequence (T^2 for an
+//   encoder, gpt_shape::causal = false; C = heads x head size): dense forward 4 C E batch,
+//   backward 8 C E batch; actual x attention density (the fraction of those entries
+//   evaluated; attention::hybrid::work_fraction).
 // Not counted: embeddings, layer norms, GELU, softmax, residuals, the optimizer: O(tokens C)
 // or O(parameters) element-wise work, small next to the matmuls and the same for all methods.
 #pragma once
@@ -86,7 +87,7 @@ class flop_counter {
       s.actual.backward += 4 * tokens * n * d;
       if (gradient_growth_update && layers_[i].sparse) s.actual.topology += 2 * tokens * n * (1 - d);
     }
-    const double E = double(g_.T) * double(g_.T + 1) / 2;
+    const double E = g_.causal ? double(g_.T) * double(g_.T + 1) / 2 : double(g_.T) * double(g_.T);
     const double attn_fwd = 4 * double(g_.C) * E * double(batch_) * double(g_.layers);
     s.dense.forward += attn_fwd;
     s.dense.backward += 2 * attn_fwd;
