@@ -74,14 +74,14 @@ endif()
 # HCOMM_FORCE_PORTABLE=1 (hcomm/core/cpu_features.hpp) forces the portable one (the
 # block-at-a-time coders, as on CUDA), so that both are checked against libzfp bit for bit.
 # The first case checks that the variable really switches the path.
-if(TARGET codec_test_zfp)
+if(TARGET codec_zfp)
   foreach(_case "zfp group kernels take the portable path when forced"
                 "zfp f32 stream and decode are libzfp's, bit for bit"
                 "zfp decodes arbitrary stream bits exactly as libzfp does"
                 "zfp every rate 3..64 matches libzfp on mixed data")
     string(REGEX REPLACE "[^a-z0-9]+" "_" _cn "${_case}")
     string(REPLACE "," "\\," _spec "${_case}")  # Catch2 reads a bare comma as "or"
-    add_test(NAME codec_zfp_baseline_isa_${_cn} COMMAND codec_test_zfp "${_spec}")
+    add_test(NAME codec_zfp_baseline_isa_${_cn} COMMAND codec_zfp "${_spec}")
     set_tests_properties(codec_zfp_baseline_isa_${_cn} PROPERTIES LABELS codec TIMEOUT 600
                          ENVIRONMENT "HCOMM_FORCE_PORTABLE=1")
   endforeach()

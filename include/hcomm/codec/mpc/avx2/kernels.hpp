@@ -1,7 +1,7 @@
 // hcomm/codec/mpc/avx2/kernels.hpp: the AVX2 variants of the MPC kernels
 // (../encode_kernels.hpp, ../decode_kernels.hpp), picked by hcomm::cpu::dispatch on hosts
 // with the AVX2 tier. They write the same bytes as the portable bodies (what the GPU runs;
-// tests/codec/test_mpc.cpp compares the two on every data kind, stride and chunk shape).
+// tests/codec/mpc/test_avx2.cpp compares the two on every data kind, stride and chunk shape).
 //
 //   encode_chunk_kernel, decode_chunk_kernel   chunks through chunk_f32.hpp / chunk_f64.hpp
 //   sample_dims_kernel                         the portable body compiled for AVX2
