@@ -65,8 +65,8 @@ TEST_CASE("codec traits: a list of one's own parses and names its codecs", "[cod
   expect([] { hc::parse_config<toy_codecs>("toy"); }, errc::invalid_argument, "toy needs a parameter");
   expect([] { hc::parse_config<toy_codecs>("toy:17"); }, errc::invalid_argument, "toy takes K = 0..16");
   expect([] { hc::parse_config<toy_codecs>("lz4"); }, errc::invalid_argument,
-         "(use none, mpc[:DIM], zfp:RATE or toy:K)");
-  expect([] { hc::parse_config("toy:4"); }, errc::invalid_argument, "(use none, mpc[:DIM] or zfp:RATE)");
+         "(use none, mpc[:DIM], zfp:RATE, bf16, int8[:B] or toy:K)");
+  expect([] { hc::parse_config("toy:4"); }, errc::invalid_argument, "(use none, mpc[:DIM], zfp:RATE, bf16 or int8[:B])");
 }
 
 TEMPLATE_TEST_CASE("codec traits: the toy codec through the engine, on two executors", "[codec][traits]", float,

@@ -420,7 +420,7 @@ TEST_CASE("frame: edited header fields give the proper errc", "[frame][header]")
     }
     for (std::uint16_t v : {0, 1, 3, 0x100, 0xFFFF})  // (1: the payload hash before block_hash64)
       expect(edited([&](bytes& f) { put16(f, 4, v); }), errc::foreign_frame, "version " + std::to_string(v));
-    for (unsigned c : {3u, 4u, 0x7Fu, 0xFFu})
+    for (unsigned c : {5u, 6u, 0x7Fu, 0xFFu})  // (ids the registry does not hold)
       expect(edited([&](bytes& f) { f[6] = static_cast<unsigned char>(c); }), errc::foreign_frame,
              "codec id " + std::to_string(c));
     for (unsigned d : {0u, 3u, 4u, 0xFFu})

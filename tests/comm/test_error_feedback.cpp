@@ -2,22 +2,32 @@
 // on such data and the residual diverges): over 100 steps of noisy, biased gradients the running
 // sum of decoded allreduce results tracks the running true sum with bounded drift (equal to the
 // ranks' summed residual), while without error feedback the drift keeps growing. Also: the
-// residual survives a checkpoint (residual() -> load_residual()) bit for bit.
+// residual survives a checkpoint (residual() -> load_residual()) bit for bit. Built with
+// RATE=R (ZFP rate R) or INT8_BLOCK=B (the int8:B baseline, whose rounding errors, without
+// error feedback, add up as a random walk).
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "hcomm/comm/communicator.hpp"
 #include "mpi_check.hpp"
 
 namespace {
-using dp_lossy = hcomm::communicator<hcomm::ParallelAxis<hcomm::DP>, hcomm::Compressor<hcomm::Lossy<RATE>>>;
+#if defined(INT8_BLOCK)
+using lossy_tag = hcomm::Int8<INT8_BLOCK>;
+const std::string codec_name = "int8:" + std::to_string(INT8_BLOCK);
+#else
+using lossy_tag = hcomm::Lossy<RATE>;
+const std::string codec_name = "zfp rate " + std::to_string(RATE);
+#endif
+using dp_lossy = hcomm::communicator<hcomm::ParallelAxis<hcomm::DP>, hcomm::Compressor<lossy_tag>>;
 using dp_lossy_ef =
-    hcomm::communicator<hcomm::ErrorFeedback, hcomm::Compressor<hcomm::Lossy<RATE>>, hcomm::ParallelAxis<hcomm::DP>>;
+    hcomm::communicator<hcomm::ErrorFeedback, hcomm::Compressor<lossy_tag>, hcomm::ParallelAxis<hcomm::DP>>;
 static_assert(dp_lossy_ef::error_feedback && !dp_lossy::error_feedback);
 
 // Gradient-like values: a per-coordinate bias (a consistent descent direction) plus noise.
@@ -90,9 +100,9 @@ int main(int argc, char** argv) {
   const double ef_early = *std::max_element(b.drift.begin(), b.drift.begin() + 10);
   const double ef_late = *std::max_element(b.drift.begin() + 10, b.drift.end());
   if (t::world_rank() == 0)
-    std::printf("  rate %d, %d ranks: drift without EF: step 10 %.3g, step 100 %.3g; with EF: max(1..10) %.3g, "
+    std::printf("  %s, %d ranks: drift without EF: step 10 %.3g, step 100 %.3g; with EF: max(1..10) %.3g, "
                 "max(11..100) %.3g, step 100 %.3g\n",
-                RATE, p, a.drift[9], a.drift[99], ef_early, ef_late, b.drift[99]);
+                codec_name.c_str(), p, a.drift[9], a.drift[99], ef_early, ef_late, b.drift[99]);
   CHECK(a.drift[99] > 2.0 * a.drift[9], "without EF the drift grows");
   CHECK(ef_late < 2.0 * ef_early, "with EF the drift stays bounded");
   CHECK(b.drift[99] * 4 < a.drift[99], "EF drift is well below the plain drift at step 100");

@@ -27,6 +27,17 @@ static_assert(std::is_same_v<comp<scheme::mzhybrid<4>, TP>, Compressor<Lossless>
 static_assert(std::is_same_v<comp<scheme::zhybrid<16, 8>, DP>, Compressor<Lossy<8>>>);
 static_assert(std::is_same_v<comp<scheme::zhybrid<16, 8>, PP>, Compressor<Lossy<16>>>);
 static_assert(std::is_same_v<comp<scheme::zhybrid<16, 8>, TP>, Compressor<Lossy<16>>>);
+// the baselines: bf16 on every axis; int8 on DP with PP/TP in bf16
+static_assert(std::is_same_v<comp<scheme::bf16, DP>, Compressor<Cast<BF16>>>);
+static_assert(std::is_same_v<comp<scheme::bf16, PP>, Compressor<Cast<BF16>>>);
+static_assert(std::is_same_v<comp<scheme::bf16, TP>, Compressor<Cast<BF16>>>);
+static_assert(std::is_same_v<comp<scheme::int8<256>, DP>, Compressor<Int8<256>>>);
+static_assert(std::is_same_v<comp<scheme::int8<256>, PP>, Compressor<Cast<BF16>>>);
+static_assert(std::is_same_v<comp<scheme::int8<256>, TP>, Compressor<Cast<BF16>>>);
+using qb = bundle<scheme::with_error_feedback<scheme::int8<256>>>;
+static_assert(qb::dp_comm::error_feedback && !qb::pp_comm::error_feedback && !qb::tp_comm::error_feedback);
+static_assert(qb::dp_comm::config() == codec::config{codec_id::int8, dtype::f32, 256, true});
+static_assert(qb::tp_comm::config() == codec::config{codec_id::bf16, dtype::f32, 0, true});
 static_assert(!scheme::zhybrid<16, 8>::error_feedback);
 static_assert(scheme::with_error_feedback<scheme::zhybrid<16, 8>>::error_feedback);
 static_assert(scheme::scheme_policy<scheme::mzhybrid<8>> && !scheme::scheme_policy<int> &&
@@ -79,6 +90,9 @@ TEST_CASE("scheme names", "[comm][scheme]") {
   CHECK(scheme::mzhybrid<4>::name() == "mzhybrid:4");
   CHECK(scheme::zhybrid<16, 8>::name() == "zhybrid:16,8");
   CHECK(scheme::with_error_feedback<scheme::naive<8>>::name() == "naive:8+ef");
+  CHECK(scheme::bf16::name() == "bf16");
+  CHECK(scheme::int8<256>::name() == "int8:256");
+  CHECK(scheme::with_error_feedback<scheme::int8<256>>::name() == "int8:256+ef");
 }
 
 TEST_CASE("registry dispatches by name", "[comm][registry]") {
@@ -98,6 +112,7 @@ TEST_CASE("registry dispatches by name", "[comm][registry]") {
   CHECK(has_scheme("naive:8", default_schemes{}));
   CHECK_FALSE(has_scheme("naive:9", default_schemes{}));
   CHECK(has_scheme("zhybrid:16,8"));  // the default list without naming it
+  CHECK((has_scheme("bf16") && has_scheme("int8:256") && has_scheme("int8:256+ef")));  // train_gpt --scheme
   CHECK_FALSE(has_scheme("zhybrid:16,9"));
   // A custom list instantiates only its own variants.
   using mine = scheme_list<scheme::naive<12>, scheme::zhybrid<20, 10>>;

@@ -3,7 +3,8 @@
 // algorithm::basic_context<exec::host_check> (device code paths, shuffled work items,
 // poisoned allocations, in host memory so that MPI reaches it) and on the host context, and
 // the results, residuals and byte counts must be bitwise the same. Raw (below the threshold),
-// the identity codec through the ring, mpc and zfp; float and double; several segments.
+// the identity codec through the ring, mpc, zfp, bf16 and int8; float and double; several
+// segments.
 #include <mpi.h>
 
 #include <cmath>
@@ -130,6 +131,8 @@ int main(int argc, char** argv) {
         {"mpc", 0, true},
         {"zfp:8", 0, true},
         {"zfp:16", 0, true},
+        {"bf16", 0, true},                     // the baselines
+        {"int8:64", 0, true},
     };
     for (const auto& s : settings)
       for (std::size_t m : {std::size_t{1}, std::size_t{7}, std::size_t{300}, std::size_t{1025}}) {

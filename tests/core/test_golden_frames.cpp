@@ -60,6 +60,13 @@ const golden_case golden_cases[] = {
     {"mpc_auto_f64_smooth.frame", "mpc", hcomm::dtype::f64, 0, 1800},
     {"zfp_8_f32_smooth.frame", "zfp:8", hcomm::dtype::f32, 0, 2000},
     {"zfp_16_f64_steps.frame", "zfp:16", hcomm::dtype::f64, 1, 1000},
+    // the baselines; kind 2 (any bit pattern) takes NaN payloads, Inf and subnormals through
+    // bf16's rounding and int8's side list
+    {"bf16_f32_bits.frame", "bf16", hcomm::dtype::f32, 2, 1500},
+    {"bf16_f64_smooth.frame", "bf16", hcomm::dtype::f64, 0, 1200},
+    {"int8_256_f32_smooth.frame", "int8:256", hcomm::dtype::f32, 0, 2000},
+    {"int8_64_f32_bits.frame", "int8:64", hcomm::dtype::f32, 2, 1100},
+    {"int8_32_f64_steps.frame", "int8:32", hcomm::dtype::f64, 1, 1000},
 };
 
 std::vector<unsigned char> read_file(const std::string& path) {

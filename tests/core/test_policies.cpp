@@ -43,6 +43,15 @@ static_assert(Compressor<LosslessDim<32>>::param == 32 && LosslessDim<32>::dim =
 static_assert(Compressor<Uncompressed>::codec == codec_id::none && Compressor<Uncompressed>::is_lossless);
 static_assert(std::is_same_v<Compressor<Lossy<16>>::tag, Lossy<16>>);
 static_assert(std::is_empty_v<Compressor<Lossy<8>>> && std::is_empty_v<Lossless>, "policies are empty tags");
+// The baselines: the bfloat16 cast and blockwise int8, both lossy.
+static_assert(compressor_policy<Compressor<Cast<BF16>>> && compressor_policy<Compressor<Int8<256>>>);
+static_assert(compressor_policy<Compressor<Int8<>>> && Int8<>::block == 256 && compressor_policy<Compressor<Int8<8>>>);
+static_assert(compression_tag<Cast<BF16>> && compression_tag<Int8<512>> && !compression_tag<BF16>);
+static_assert(Compressor<Cast<BF16>>::codec == codec_id::bf16 && Compressor<Cast<BF16>>::param == 0 &&
+              !Compressor<Cast<BF16>>::is_lossless);
+static_assert(Compressor<Int8<64>>::codec == codec_id::int8 && Compressor<Int8<64>>::param == 64 &&
+              !Compressor<Int8<64>>::is_lossless);
+static_assert(std::is_empty_v<Compressor<Int8<>>> && std::is_empty_v<Cast<BF16>> && std::is_empty_v<BF16>);
 
 // ---- axis_policy --------------------------------------------------------------------------
 static_assert(axis_policy<ParallelAxis<DP>> && axis_policy<ParallelAxis<PP>> && axis_policy<ParallelAxis<TP>>);
@@ -149,6 +158,8 @@ static_assert(!codec::codec_kernel<int>);
 
 // config::of maps policies to runtime configs.
 static_assert(codec::config::of<Compressor<Lossy<8>>, float>() == codec::config{codec_id::zfp, dtype::f32, 8, true});
+static_assert(codec::config::of<Compressor<Int8<128>>, double>() == codec::config{codec_id::int8, dtype::f64, 128, true});
+static_assert(codec::config::of<Compressor<Cast<BF16>>, float>() == codec::config{codec_id::bf16, dtype::f32, 0, true});
 static_assert(codec::config::of<Compressor<Lossless>, double>(false) ==
               codec::config{codec_id::mpc, dtype::f64, 0, false});
 static_assert(floating_element<float> && floating_element<double> && !floating_element<int> &&

@@ -93,8 +93,9 @@ void validate(const config& c) {
          "bad parameter " + std::to_string(c.param) + " for " + to_string<Codecs>(c) + ": " + std::string(help));
 }
 
-// "NAME" or "NAME:PARAM" for a codec of the list ("none", "mpc", "mpc:4", "zfp:8"); throws
-// invalid_argument with what was wrong.
+// "NAME" or "NAME:PARAM" for a codec of the list ("none", "mpc", "mpc:4", "zfp:8"; "NAME"
+// alone takes the codec's default_param, 0 unless it says); throws invalid_argument with
+// what was wrong.
 template <codec_list_type Codecs = registered_codecs>
 config parse_config(std::string_view s, dtype type = dtype::f32, bool checksum = true) {
   config c;
@@ -110,6 +111,7 @@ config parse_config(std::string_view s, dtype type = dtype::f32, bool checksum =
     if (found || std::string_view(C::name) != name) return;
     found = true;
     c.codec = C::id;
+    c.param = default_param_of<C>();
     use = C::parameter;
     help = C::param_help;
   });

@@ -10,6 +10,6 @@
 
 namespace hcomm {
 
-enum class codec_id : std::uint8_t { none = 0, mpc = 1, zfp = 2 };
+enum class codec_id : std::uint8_t { none = 0, mpc = 1, zfp = 2, bf16 = 3, int8 = 4 };
 
 }  // namespace hcomm

@@ -28,6 +28,8 @@
 //                                is sized by its count [0: bounded by the output cap only]
 //   typical_payload_bytes(n, k)  what a frame slot of the ring reserves; larger frames travel
 //                                in two messages [max_payload_bytes]
+//   default_param                what "NAME" alone means for a codec whose parameter is
+//                                optional (int8 = int8:256) [0]
 //   block_values                 values the codec codes together; segments of the pipelined
 //                                collectives are a multiple of every listed codec's [1]
 //   identity                     the payload is the raw values; the collectives send such
@@ -108,6 +110,11 @@ template <class C>
 constexpr std::size_t typical_payload_bytes_of(std::size_t n, unsigned p) {
   if constexpr (has_typical_payload<C>) return C::typical_payload_bytes(n, p);
   else return C::max_payload_bytes(n, p);
+}
+template <class C>
+constexpr unsigned default_param_of() {
+  if constexpr (requires { C::default_param; }) return C::default_param;
+  else return 0;
 }
 template <class C>
 constexpr std::size_t block_values_of() {

@@ -154,7 +154,7 @@ struct communicator_traits {
   static constexpr bool error_feedback = n_feedback == 1;
   static_assert(!error_feedback || (axis::id == axis_id::dp && !compressor::is_lossless),
                 "hcomm: ErrorFeedback is for lossy DP gradients: combine it with ParallelAxis<DP> and "
-                "Compressor<Lossy<Rate>>");
+                "a lossy Compressor (Lossy<Rate>, Int8<Block> or Cast<BF16>)");
 };
 
 }  // namespace detail

@@ -26,7 +26,8 @@ using default_schemes =
                 scheme::mzhybrid<8>, scheme::mzhybrid<16>, scheme::zhybrid<16, 4>, scheme::zhybrid<16, 8>,
                 scheme::zhybrid<24, 8>, scheme::zhybrid<32, 16>,
                 scheme::with_error_feedback<scheme::naive<8>>, scheme::with_error_feedback<scheme::zhybrid<16, 4>>,
-                scheme::with_error_feedback<scheme::mzhybrid<4>>>;
+                scheme::with_error_feedback<scheme::mzhybrid<4>>, scheme::bf16, scheme::int8<256>,
+                scheme::with_error_feedback<scheme::int8<256>>>;
 
 template <class... S>
 std::vector<std::string> scheme_names(scheme_list<S...>) {

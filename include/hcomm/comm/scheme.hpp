@@ -9,6 +9,11 @@
 // MZHybrid = lossless MPC on PP/TP traffic, ZFP on DP gradients; ZHybrid = ZFP everywhere,
 // more bits on PP/TP than on DP. with_error_feedback<S> adds error feedback to S's DP axis
 // (not in the paper; what lets low DP rates converge).
+// The baselines a user would pick instead: bf16 = the bfloat16 cast on every axis (PyTorch
+// DDP's bf16 hook casts DP gradients; here PP activations and TP partial sums too, as a
+// bf16 mixed-precision run sends them); int8<B> = blockwise int8 on DP gradients (ZeRO++'s
+// quantised collectives) with PP/TP in bf16, the training dtype ZeRO++ leaves unquantised
+// ("int8:256", with error feedback "int8:256+ef").
 #pragma once
 #include <concepts>
 #include <string>
@@ -48,6 +53,15 @@ struct zhybrid : detail::by_axis<Compressor<Lossy<DpRate>>, Compressor<Lossy<MpR
                 "hcomm: zhybrid<MpRate, DpRate>: PP/TP carry activations and partial sums and get at least as "
                 "many bits as DP gradients (MpRate >= DpRate)");
   static std::string name() { return "zhybrid:" + std::to_string(MpRate) + "," + std::to_string(DpRate); }
+};
+
+struct bf16 : detail::by_axis<Compressor<Cast<BF16>>, Compressor<Cast<BF16>>, Compressor<Cast<BF16>>> {
+  static std::string name() { return "bf16"; }
+};
+
+template <unsigned Block>
+struct int8 : detail::by_axis<Compressor<Int8<Block>>, Compressor<Cast<BF16>>, Compressor<Cast<BF16>>> {
+  static std::string name() { return "int8:" + std::to_string(Block); }
 };
 
 template <class S>
