@@ -30,8 +30,8 @@ using gpt::cli;
 void check_scheme(const std::string& s) {
   if (s == "plain" || hcomm::has_scheme(s, hcomm::default_schemes{})) return;
   const std::string name = s.substr(0, s.find(':'));
-  if (name != "none" && name != "naive" && name != "mzhybrid" && name != "zhybrid")
-    bad("--scheme '" + s + "' is not one of none, naive:R, mzhybrid:R, zhybrid:R1,R2");
+  if (name != "none" && name != "naive" && name != "mzhybrid" && name != "zhybrid" && name != "bf16" && name != "int8")
+    bad("--scheme '" + s + "' is not one of none, naive:R, mzhybrid:R, zhybrid:R1,R2, bf16, int8:B");
   std::string known;
   for (const auto& k : hcomm::scheme_names()) known += " " + k;
   hcomm::fail(hcomm::errc::unsupported, "--scheme " + s + " is not instantiated in train_gpt; available:" + known +
