@@ -7,7 +7,8 @@
 //
 // A bucket is a range of the stage's gradient allocation. Dense runs without error feedback
 // cut it into --bucket-mb buckets (overlap.hpp), reduced one by one with reduce_bucket(),
-// after backward or, with --overlap on, on a communication thread as backward finishes them.
+// after backward or, with --overlap on, on a communication thread as backward finishes them
+// (uncompressed schemes with several buckets: MPI_Iallreduce in trainer.hpp instead).
 // Sparse runs and error-feedback schemes reduce the whole allocation as one bucket, after
 // the last micro-batch's backward, with reduce(). Its sparse layers (sparsity.hpp)
 // hold their gradient as packed active values; with `packed_sparse` those go instead of the

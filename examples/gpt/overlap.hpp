@@ -12,7 +12,8 @@
 // buckets are used with --overlap on and off: each bucket is one DP all-reduce of the same
 // bytes, so the sums and the losses are bitwise the same; only when it starts differs.
 //
-// The worker runs tasks in submission order on its own thread. MPI must then be initialised
+// The worker (compressed schemes; uncompressed DP buckets use MPI_Iallreduce on the main
+// thread instead, trainer.hpp) runs tasks in submission order on its own thread. MPI must then be initialised
 // with MPI_THREAD_MULTIPLE (train_gpt.cpp): the main thread runs the TP collectives and the
 // PP send/recv of the pipeline while the worker runs the DP all-reduce, each on its own
 // communicator (hcomm: one context per communicator). The worker sets its OpenMP count to 1,

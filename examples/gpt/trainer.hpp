@@ -80,10 +80,17 @@ class trainer {
     // DP buckets (overlap.hpp): dense runs without error feedback; else one, through reduce().
     bucketed_ = !sp_.active() && !dp_reducer<dp_comm_t>::error_feedback;
     buckets_ = plan_buckets(model_.tensors(), bucketed_ ? o.bucket_mb : 0.0);
+    // Uncompressed DP (none: hcomm calls MPI_Allreduce; plain): the buckets go through
+    // MPI_Iallreduce on the DP group, with and without overlap (the same reduction both ways);
+    // overlapped, backward tests them at layer boundaries and no thread is needed.
+    // Compressed schemes: hcomm's all-reduce, on the communication thread when overlapped.
+    // (One bucket keeps hcomm's call: the default runs of the small models are unchanged.)
+    native_ = bucketed_ && buckets_.size() > 1 && (o.scheme == "none" || o.scheme == "plain");
+    overlap_ = o.overlap;
     if (o.overlap) {
       if (!bucketed_)
         hcomm::fail(hcomm::errc::unsupported, "--overlap on: sparse runs and error-feedback schemes reduce one bucket after backward");
-      worker_ = std::make_unique<comm_worker>();
+      if (!native_) worker_ = std::make_unique<comm_worker>();
     }
   }
 
@@ -195,15 +202,26 @@ class trainer {
       loss_sum = pipeline_1f1b();
     }
     if (faults::nan_grad().at(world_rank_, step + 1)) model_.grads[0] = std::numeric_limits<float>::quiet_NaN();
-    auto w = dog_.watch(worker_ ? "the DP gradient allreduce (overlapped buckets)" : "the DP gradient allreduce", step);
+    auto w = dog_.watch(overlap_ ? "the DP gradient allreduce (overlapped buckets)" : "the DP gradient allreduce", step);
     if (!bucketed_) {
       dp_.reduce({std::span<float>(model_.grads), sp_.packed_grads(), sp_.growth_grads()});
       return loss_sum;
     }
     reduce_final_from(0);  // the buckets backward did not start (all of them without --overlap)
     if (worker_) worker_->flush();
+    if (!pending_.empty()) {
+      if (MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
+      pending_.clear();
+    }
     next_bucket_ = 0;
     return loss_sum;
+  }
+  // Lets MPI progress the pending bucket all-reduces (called by backward at layer boundaries).
+  void progress_buckets() {
+    if (pending_.empty()) return;
+    int done = 0;
+    MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE);
   }
   // Starts the DP reduction of the buckets not started yet whose gradients are all final
   // (offsets >= off), in backward order: on the communication thread with --overlap on
@@ -213,8 +231,22 @@ class trainer {
     for (; next_bucket_ < buckets_.size() && buckets_[next_bucket_].begin >= off; ++next_bucket_) {
       const bucket_range b = buckets_[next_bucket_];
       std::span<float> g(model_.grads.data() + b.begin, static_cast<std::size_t>(b.end - b.begin));
-      if (worker_) worker_->submit([this, g] { dp_.reduce_bucket(g); });
-      else dp_.reduce_bucket(g);
+      if (native_) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        if (grid_.dp_size() > 1) {
+          if (MPI_Iallreduce(MPI_IN_PLACE, g.data(), static_cast<int>(g.size()), MPI_FLOAT, MPI_SUM,
+                             grid_.comm(hcomm::axis_id::dp), &r) != MPI_SUCCESS)
+            hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
+          native_bytes_ += static_cast<double>(g.size_bytes()) * 2 * (grid_.dp_size() - 1) / grid_.dp_size();
+        }
+        if (overlap_) pending_.push_back(r);
+        else if (MPI_Wait(&r, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+          hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
+      } else if (worker_) {
+        worker_->submit([this, g] { dp_.reduce_bucket(g); });
+      } else {
+        dp_.reduce_bucket(g);
+      }
     }
   }
 
@@ -262,16 +294,17 @@ class trainer {
   // order are the same, so are the numbers.
   double pipeline_1f1b() {
     const int M = model_.n_micro(), P = grid_.pp_size(), s = grid_.pp_rank();
-    const bool nb = worker_ != nullptr;
+    const bool nb = overlap_;
     const int warm = std::min(P - s - 1, M), steady = M - warm;
     const float scale = loss_scale();
     double loss = 0;
     auto F = [&](int mb) { loss += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), comm_.tp(), scale, true); };
     // --overlap on: the last micro-batch's backward hands finished buckets to the DP thread.
     auto B = [&](int mb) {
-      if (worker_ && mb == M - 1)
+      if (overlap_ && mb == M - 1)
         model_.backward(mb, tokens_[mb].data(), comm_.tp(), [this](std::int64_t off) {
-          if (off > 0) reduce_final_from(off);
+          reduce_final_from(off);
+          progress_buckets();
         });
       else
         model_.backward(mb, tokens_[mb].data(), comm_.tp());
@@ -488,6 +521,7 @@ class trainer {
   // peer would; the barrier times the step, not the previous step's stragglers.
   void start_step(std::int64_t step) {
     comm_.dp().reset_stats();
+    native_bytes_ = 0;
     comm_.pp().reset_stats();
     comm_.tp().reset_stats();
     if (faults::hang().at(world_rank_, step + 1))
@@ -510,7 +544,7 @@ class trainer {
       auto w = dog_.watch("MPI_Allreduce (byte counts)", step);
       double v[6];
       const auto d = comm_.dp().stats(), p = comm_.pp().stats(), t = comm_.tp().stats();
-      v[0] = static_cast<double>(d.raw_bytes); v[1] = static_cast<double>(d.wire_bytes);
+      v[0] = static_cast<double>(d.raw_bytes) + native_bytes_; v[1] = static_cast<double>(d.wire_bytes) + native_bytes_;
       v[2] = static_cast<double>(p.raw_bytes); v[3] = static_cast<double>(p.wire_bytes);
       v[4] = static_cast<double>(t.raw_bytes); v[5] = static_cast<double>(t.wire_bytes);
       MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -549,9 +583,10 @@ class trainer {
                 cfg_.batch, grid_.dp_size(), model_.n_micro(), model_.micro(), grid_.dp_size(), grid_.pp_size(),
                 grid_.tp_size(), opt_.scheme.c_str());
     if (sp_.active()) std::printf("%s\n", sp_.describe().c_str());
-    if (buckets_.size() > 1 || worker_)
-      std::printf("dp gradient: %zu buckets (--bucket-mb %g), overlap %s\n", buckets_.size(), opt_.bucket_mb,
-                  worker_ ? "on (communication thread)" : "off");
+    if (buckets_.size() > 1 || overlap_)
+      std::printf("dp gradient: %zu buckets (--bucket-mb %g)%s, overlap %s\n", buckets_.size(), opt_.bucket_mb,
+                  native_ ? " by MPI_Iallreduce" : "",
+                  !overlap_ ? "off" : worker_ ? "on (communication thread)" : "on (tested during backward)");
     if (step_ > 0) std::printf("resumed at step %lld\n", static_cast<long long>(step_));
     std::fflush(stdout);
   }
@@ -591,7 +626,11 @@ class trainer {
   bool bucketed_ = false;               // dense, no error feedback: buckets_ via reduce_bucket()
   std::vector<bucket_range> buckets_;   // backward order (overlap.hpp)
   std::size_t next_bucket_ = 0;         // this step's first bucket not started yet
-  std::unique_ptr<comm_worker> worker_;  // --overlap on: the DP communication thread
+  bool native_ = false;                 // uncompressed DP: buckets by MPI_Iallreduce
+  bool overlap_ = false;                // --overlap on
+  std::vector<MPI_Request> pending_;    // native_ and overlap_: this step's started buckets
+  double native_bytes_ = 0;             // their bytes this step (as a ring sends them)
+  std::unique_ptr<comm_worker> worker_;  // --overlap on, compressed DP: the communication thread
   std::vector<pp_request> fwd_sends_;    // --overlap on: the pipeline's pending sends
   pp_request bwd_send_;
   checkpointer ckpt_;
