@@ -193,6 +193,14 @@ inline void add_options(CLI::App& app, cli& c) {
   int_opt(app, "--idle-sleep-us", r.idle_sleep_us, -1, 1000000,
           "hcomm: wait by testing and sleeping N us (0: MPI_Wait; -1: 100 when more ranks share the host than it "
           "has CPUs, else 0)")->group(G);
+  app.add_option_function<std::string>(
+         "--overlap", [&r](const std::string& v) { r.overlap = v == "on"; },
+         "DP gradient buckets all-reduced on a communication thread as backward finishes them (needs "
+         "MPI_THREAD_MULTIPLE), or after backward")
+      ->check(CLI::IsMember({"on", "off"}))->default_str("off")->group(G);
+  real_opt(app, "--bucket-mb", r.bucket_mb, 0, 1e6, false,
+           "DP gradient bucket size in MiB, the same with --overlap on and off (0: one bucket; sparse and +ef "
+           "runs: always one)")->group(G);
   real_opt(app, "--comm-timeout", r.comm_timeout, 0, 1e7, false,
            "watchdog: end the job when a rank stays longer than S seconds in one communicating phase (0: off)")
       ->group(G);
@@ -291,6 +299,12 @@ inline void check_cli(const cli& c) {
   const auto& s = c.run.sparsity;
   if (c.run.reshard && c.run.resume.empty()) bad("--reshard needs --resume DIR");
   if (c.run.reshard_reset_residuals && !c.run.reshard) bad("--reshard-reset-residuals needs --reshard");
+  if (c.run.overlap && s.sparse())
+    bad("--overlap on: sparse runs (--sparsity " + s.method + ") reduce their packed DP gradients after backward, "
+        "as one bucket; use --overlap off");
+  if (c.run.overlap && c.run.scheme.size() > 3 && c.run.scheme.ends_with("+ef"))
+    bad("--overlap on: error-feedback schemes (" + c.run.scheme + ") keep one residual per DP communicator and "
+        "reduce one bucket after backward; use --overlap off");
   if (s.warmup_frac + s.ultra_frac > 1) bad("--mst-phases: the warm-up and ultra shares add up to more than 1");
   namespace fs = std::filesystem;
   std::error_code ec;

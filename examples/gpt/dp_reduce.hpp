@@ -5,8 +5,12 @@
 //   dp.reduce({grads, sparsity.packed_grads(), sparsity.growth_grads()});   // end of backward
 //   std::vector<float> r = dp.residual(grads.size());    // error feedback: for checkpoints
 //
-// A bucket is a range of the stage's gradient allocation (the whole allocation, one bucket,
-// reduced when the last micro-batch's backward is done). Its sparse layers (sparsity.hpp)
+// A bucket is a range of the stage's gradient allocation. Dense runs without error feedback
+// cut it into --bucket-mb buckets (overlap.hpp), reduced one by one with reduce_bucket(),
+// after backward or, with --overlap on, on a communication thread as backward finishes them
+// (uncompressed schemes with several buckets: MPI_Iallreduce in trainer.hpp instead).
+// Sparse runs and error-feedback schemes reduce the whole allocation as one bucket, after
+// the last micro-batch's backward, with reduce(). Its sparse layers (sparsity.hpp)
 // hold their gradient as packed active values; with `packed_sparse` those go instead of the
 // dense range, so the all-reduce sends only active values (identical positions on every
 // replica: the masks agree), and the bytes that saves are counted. Schemes with error
@@ -70,6 +74,11 @@ class dp_reducer {
     else reduce_dense(b);
     if (!b.growth.empty()) reduce_growth(b.growth);
   }
+
+  // One bucket of a dense run without error feedback (overlap.hpp): the all-reduce of its
+  // range. The communication thread calls it while the main thread runs the pipeline on the
+  // other communicators; nothing else touches the DP communicator meanwhile.
+  void reduce_bucket(std::span<float> g) { dp_.allreduce(g); }
 
   // Bytes the packed all-reduce did not send this step, this rank.
   double saved_bytes() const { return saved_bytes_; }

@@ -200,8 +200,16 @@ class stage_model {
   float* dres() { return dres_.data(); }
   const float* logits() const { return logits_.data(); }  // valid after forward on the last stage
 
-  template <class Tp>
-  void backward(int mb, const int* tokens, Tp& tp) {
+  // `final_from(offset)` (optional) is called as backward goes: every gradient at
+  // allocation offsets >= offset has received this micro-batch's contribution (after the
+  // head, after each block, in reverse layer order). The trainer passes it on the last
+  // micro-batch to start the DP reduction of finished buckets (trainer.hpp, --overlap).
+  // The embedding tensors (offset 0 upward) are never announced: they are final on return.
+  struct no_progress {
+    void operator()(std::int64_t) const {}
+  };
+  template <class Tp, class Progress = no_progress>
+  void backward(int mb, const int* tokens, Tp& tp, Progress&& final_from = {}) {
     if (last_ && cfg_.is_bert()) {
       mlm_head_backward(head_of(mb), acts_of(mb, l1_ - 1).out, tp);
     } else if (last_) {
@@ -215,7 +223,14 @@ class stage_model {
       k::layernorm_backward(dres_.data(), g_lnf_w(), g_lnf_b(), dln_a_.data(), acts_of(mb, l1_ - 1).out, p_lnf_w(),
                             ha.meanf, ha.rstdf, N_, C_);
     }
-    for (int l = l1_ - 1; l >= l0_; --l) layer_backward(l, mb, tp);
+    auto announce = [&](int tensor) {
+      if (const std::int64_t off = tensors_[tensor].offset; off > 0) final_from(off);
+    };
+    if (last_) announce(head_tensor());
+    for (int l = l1_ - 1; l >= l0_; --l) {
+      layer_backward(l, mb, tp);
+      announce(local_layer_tensor(l));
+    }
     if (first_) embed_backward(mb, tokens);
   }
 

@@ -69,6 +69,8 @@ struct run_options {
   int keep = 1;               // complete checkpoint sets kept in the --save directory
   std::string on_save_error = "stop";  // a failed save: stop | continue (training goes on)
   double comm_timeout = 0;    // watchdog seconds (0: off)
+  bool overlap = false;       // DP buckets reduced on a communication thread during backward
+  double bucket_mb = 25;      // DP bucket size in MiB (0: one bucket); sparse and +ef runs: one bucket
   bool skip_nonfinite = false;  // NaN/Inf loss or gradient norm: skip the update (else stop)
   bool reshard = false;       // --resume a set of another grid, re-cut for this one
   bool reshard_reset_residuals = false;  // ... and drop its error-feedback residuals

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "hcomm/comm/communicator.hpp"
 #include "hcomm/core/error.hpp"
@@ -49,6 +50,45 @@ class plain_axis {
   void recv(std::span<float> x, int peer_world_rank, int tag) {
     timer t(stats_.comm_seconds);
     check(MPI_Recv(x.data(), count(x.size()), MPI_FLOAT, peer_world_rank, tag, world_, MPI_STATUS_IGNORE), "recv");
+  }
+  // Non-blocking point to point (--overlap on: the pipeline's sends); wait() or the
+  // destructor completes it.
+  class request {
+   public:
+    request() = default;
+    request(const request&) = delete;
+    request& operator=(const request&) = delete;
+    request(request&& o) noexcept : r_(std::exchange(o.r_, MPI_REQUEST_NULL)) {}
+    request& operator=(request&& o) noexcept {
+      if (this != &o) {
+        wait();
+        r_ = std::exchange(o.r_, MPI_REQUEST_NULL);
+      }
+      return *this;
+    }
+    ~request() {
+      if (r_ != MPI_REQUEST_NULL) MPI_Wait(&r_, MPI_STATUS_IGNORE);
+    }
+    void wait() {
+      if (r_ != MPI_REQUEST_NULL) check(MPI_Wait(&r_, MPI_STATUS_IGNORE), "wait");
+    }
+
+   private:
+    friend class plain_axis;
+    MPI_Request r_ = MPI_REQUEST_NULL;
+  };
+  [[nodiscard]] request isend(std::span<const float> x, int peer_world_rank, int tag) {
+    timer t(stats_.comm_seconds);
+    request q;
+    check(MPI_Isend(x.data(), count(x.size()), MPI_FLOAT, peer_world_rank, tag, world_, &q.r_), "isend");
+    add_bytes(x.size_bytes());
+    return q;
+  }
+  [[nodiscard]] request irecv(std::span<float> x, int peer_world_rank, int tag) {
+    timer t(stats_.comm_seconds);
+    request q;
+    check(MPI_Irecv(x.data(), count(x.size()), MPI_FLOAT, peer_world_rank, tag, world_, &q.r_), "irecv");
+    return q;
   }
   hcomm::comm_stats stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }

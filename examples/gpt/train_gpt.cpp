@@ -65,6 +65,25 @@ int finish_losses(const gpt::run_options& o, const gpt::loss_curve& c) {
   return o.expect_losses.empty() ? 0 : gpt::expect_losses(o.expect_losses, c, o.expect_rtol);
 }
 
+// --overlap on (the last one counts, as for every option) asks MPI for MPI_THREAD_MULTIPLE:
+// known before MPI_Init, so read from argv here; parse_cli() reads it again.
+bool wants_overlap(int argc, char** argv) {
+  bool on = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--overlap" && i + 1 < argc) on = std::string(argv[i + 1]) == "on";
+    else if (a.rfind("--overlap=", 0) == 0) on = a.substr(10) == "on";
+  }
+  return on;
+}
+int mpi_thread_level = MPI_THREAD_SINGLE;  // what MPI_Init_thread provided (MPI_Init: single)
+
+std::string thread_level_name(int l) {
+  return l == MPI_THREAD_SINGLE ? "MPI_THREAD_SINGLE" : l == MPI_THREAD_FUNNELED ? "MPI_THREAD_FUNNELED"
+       : l == MPI_THREAD_SERIALIZED ? "MPI_THREAD_SERIALIZED" : l == MPI_THREAD_MULTIPLE ? "MPI_THREAD_MULTIPLE"
+       : std::to_string(l);
+}
+
 // Local checks of the command line and the data file, before any rank communicates. Returns
 // 0 (go on), 1 (--help printed: exit 0) or 2 (bad argument: `why` says what, in one line).
 int check_arguments(int argc, char** argv, cli& c, std::string& why, std::string& help) {
@@ -72,6 +91,9 @@ int check_arguments(int argc, char** argv, cli& c, std::string& why, std::string
     c = gpt::parse_cli(argc, argv, &help);
     check_scheme(c.run.scheme);
     gpt::check_cli(c);
+    if (c.run.overlap && mpi_thread_level < MPI_THREAD_MULTIPLE)
+      bad("--overlap on needs MPI_THREAD_MULTIPLE (a DP thread beside the pipeline's calls); this MPI provides " +
+          thread_level_name(mpi_thread_level) + " (use --overlap off)");
     int world = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     if (static_cast<long long>(c.dp) * c.pp * c.tp != world)
@@ -98,7 +120,9 @@ int check_arguments(int argc, char** argv, cli& c, std::string& why, std::string
 }  // namespace
 
 int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+  // --overlap on: the DP communication thread (overlap.hpp) calls MPI beside the main thread.
+  if (wants_overlap(argc, argv)) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &mpi_thread_level);
+  else MPI_Init(&argc, &argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   // 1. Arguments: every rank parses the same command line; the verdict is agreed anyway (a

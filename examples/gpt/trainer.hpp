@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <thread>
@@ -43,6 +44,7 @@
 #include "model.hpp"
 #include "optim.hpp"
 #include "options.hpp"
+#include "overlap.hpp"
 #include "sparsity.hpp"
 #include "text.hpp"
 #include "watchdog.hpp"
@@ -57,6 +59,7 @@ struct run_result {
 template <class Bundle>
 class trainer {
   using dp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().dp())>;
+  using pp_request = decltype(std::declval<Bundle&>().pp().isend(std::span<const float>{}, 0, 0));
 
  public:
   trainer(const config& c, const run_options& o, const hcomm::grid& g, Bundle& b)
@@ -74,6 +77,21 @@ class trainer {
     model_.init_params();
     sp_.setup(c, o.sparsity, model_, adam_, {g.dp_size(), g.dp_rank(), g.pp_rank(), g.tp_size(), g.tp_rank()});
     if (sp_.active()) model_.set_block_ops(&sp_);
+    // DP buckets (overlap.hpp): dense runs without error feedback; else one, through reduce().
+    bucketed_ = !sp_.active() && !dp_reducer<dp_comm_t>::error_feedback;
+    buckets_ = plan_buckets(model_.tensors(), bucketed_ ? o.bucket_mb : 0.0);
+    // Uncompressed DP (none: hcomm calls MPI_Allreduce; plain): the buckets go through
+    // MPI_Iallreduce on the DP group, with and without overlap (the same reduction both ways);
+    // overlapped, backward tests them at layer boundaries and no thread is needed.
+    // Compressed schemes: hcomm's all-reduce, on the communication thread when overlapped.
+    // (One bucket keeps hcomm's call: the default runs of the small models are unchanged.)
+    native_ = bucketed_ && buckets_.size() > 1 && (o.scheme == "none" || o.scheme == "plain");
+    overlap_ = o.overlap;
+    if (o.overlap) {
+      if (!bucketed_)
+        hcomm::fail(hcomm::errc::unsupported, "--overlap on: sparse runs and error-feedback schemes reduce one bucket after backward");
+      if (!native_) worker_ = std::make_unique<comm_worker>();
+    }
   }
 
   // Trains from step 0 or the --resume set to --steps (or --stop-at), reporting every step.
@@ -173,8 +191,9 @@ class trainer {
     return 1.f / (static_cast<float>(cfg_.batch) * static_cast<float>(cfg_.block));
   }
 
-  // Forward and backward of every micro-batch (1F1B); the stage's gradient allocation is
-  // then complete, and is handed to the DP reducer as one bucket. Returns this rank's sum of
+  // Forward and backward of every micro-batch (1F1B), then the DP reduction of the gradient
+  // buckets (overlap.hpp), waited for before returning: with --overlap on the last
+  // micro-batch's backward has started most of them already. Returns this rank's sum of
   // token losses (the last stage's; 0 elsewhere).
   double forward_backward(std::int64_t step) {
     double loss_sum = 0;
@@ -183,9 +202,52 @@ class trainer {
       loss_sum = pipeline_1f1b();
     }
     if (faults::nan_grad().at(world_rank_, step + 1)) model_.grads[0] = std::numeric_limits<float>::quiet_NaN();
-    auto w = dog_.watch("the DP gradient allreduce", step);
-    dp_.reduce({std::span<float>(model_.grads), sp_.packed_grads(), sp_.growth_grads()});
+    auto w = dog_.watch(overlap_ ? "the DP gradient allreduce (overlapped buckets)" : "the DP gradient allreduce", step);
+    if (!bucketed_) {
+      dp_.reduce({std::span<float>(model_.grads), sp_.packed_grads(), sp_.growth_grads()});
+      return loss_sum;
+    }
+    reduce_final_from(0);  // the buckets backward did not start (all of them without --overlap)
+    if (worker_) worker_->flush();
+    if (!pending_.empty()) {
+      if (MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE) != MPI_SUCCESS)
+        hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
+      pending_.clear();
+    }
+    next_bucket_ = 0;
     return loss_sum;
+  }
+  // Lets MPI progress the pending bucket all-reduces (called by backward at layer boundaries).
+  void progress_buckets() {
+    if (pending_.empty()) return;
+    int done = 0;
+    MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE);
+  }
+  // Starts the DP reduction of the buckets not started yet whose gradients are all final
+  // (offsets >= off), in backward order: on the communication thread with --overlap on
+  // (called from backward too), else here. Buckets at offset 0 start only from
+  // forward_backward, after the NaN fault (GPT_FAULT_NAN) had its chance.
+  void reduce_final_from(std::int64_t off) {
+    for (; next_bucket_ < buckets_.size() && buckets_[next_bucket_].begin >= off; ++next_bucket_) {
+      const bucket_range b = buckets_[next_bucket_];
+      std::span<float> g(model_.grads.data() + b.begin, static_cast<std::size_t>(b.end - b.begin));
+      if (native_) {
+        MPI_Request r = MPI_REQUEST_NULL;
+        if (grid_.dp_size() > 1) {
+          if (MPI_Iallreduce(MPI_IN_PLACE, g.data(), static_cast<int>(g.size()), MPI_FLOAT, MPI_SUM,
+                             grid_.comm(hcomm::axis_id::dp), &r) != MPI_SUCCESS)
+            hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
+          native_bytes_ += static_cast<double>(g.size_bytes()) * 2 * (grid_.dp_size() - 1) / grid_.dp_size();
+        }
+        if (overlap_) pending_.push_back(r);
+        else if (MPI_Wait(&r, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+          hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
+      } else if (worker_) {
+        worker_->submit([this, g] { dp_.reduce_bucket(g); });
+      } else {
+        dp_.reduce_bucket(g);
+      }
+    }
   }
 
   // The sum of token losses from the last stage's tp-rank-0 of every DP replica, over the
@@ -224,32 +286,96 @@ class trainer {
   // on every stage boundary both sides see the same sequence of messages (the lower stage
   // sends before it receives, the upper one receives before it sends): no deadlock even
   // when sends wait for their receivers.
+  //
+  // With --overlap on the sends are non-blocking: an activation's isend completes at the end
+  // of the pipeline (its buffer is the micro-batch's own), a gradient's before the shared
+  // dres() buffer is written again (the next recv_backward or backward); the steady phase's
+  // next activation is received (irecv) while the backward runs. The messages and their
+  // order are the same, so are the numbers.
   double pipeline_1f1b() {
     const int M = model_.n_micro(), P = grid_.pp_size(), s = grid_.pp_rank();
+    const bool nb = overlap_;
     const int warm = std::min(P - s - 1, M), steady = M - warm;
     const float scale = loss_scale();
     double loss = 0;
     auto F = [&](int mb) { loss += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), comm_.tp(), scale, true); };
-    auto B = [&](int mb) { model_.backward(mb, tokens_[mb].data(), comm_.tp()); };
+    // --overlap on: the last micro-batch's backward hands finished buckets to the DP thread.
+    auto B = [&](int mb) {
+      if (overlap_ && mb == M - 1)
+        model_.backward(mb, tokens_[mb].data(), comm_.tp(), [this](std::int64_t off) {
+          reduce_final_from(off);
+          progress_buckets();
+        });
+      else
+        model_.backward(mb, tokens_[mb].data(), comm_.tp());
+    };
+    if (!nb) {
+      for (int i = 0; i < warm; ++i) {
+        recv_forward(i);
+        F(i);
+        send_forward(i);
+      }
+      if (steady > 0) recv_forward(warm);
+      for (int i = 0; i < steady; ++i) {
+        F(warm + i);
+        send_forward(warm + i);
+        recv_backward(i);
+        B(i);
+        if (i + 1 < steady) recv_forward(warm + i + 1);
+        send_backward(i);
+      }
+      for (int i = steady; i < M; ++i) {
+        recv_backward(i);
+        B(i);
+        send_backward(i);
+      }
+      return loss;
+    }
+    fwd_sends_.resize(static_cast<std::size_t>(M));
+    auto isend_fwd = [&](int mb) {
+      if (!model_.is_last())
+        fwd_sends_[mb] = comm_.pp().isend(
+            std::span<const float>(model_.output(mb), static_cast<std::size_t>(model_.act_numel())), grid_.next_stage(),
+            2 * mb);
+    };
+    auto isend_bwd = [&](int mb) {
+      if (!model_.is_first())
+        bwd_send_ = comm_.pp().isend(
+            std::span<const float>(model_.dres(), static_cast<std::size_t>(model_.act_numel())), grid_.prev_stage(),
+            2 * mb + 1);
+    };
+    auto recv_bwd = [&](int mb) {
+      bwd_send_.wait();  // dres() is about to be written
+      recv_backward(mb);
+    };
+    auto Bnb = [&](int mb) {
+      bwd_send_.wait();
+      B(mb);
+    };
     for (int i = 0; i < warm; ++i) {
       recv_forward(i);
       F(i);
-      send_forward(i);
+      isend_fwd(i);
     }
     if (steady > 0) recv_forward(warm);
     for (int i = 0; i < steady; ++i) {
       F(warm + i);
-      send_forward(warm + i);
-      recv_backward(i);
-      B(i);
-      if (i + 1 < steady) recv_forward(warm + i + 1);
-      send_backward(i);
+      isend_fwd(warm + i);
+      recv_bwd(i);
+      pp_request next;
+      if (i + 1 < steady && !model_.is_first())
+        next = comm_.pp().irecv(act_span(model_.input(warm + i + 1)), grid_.prev_stage(), 2 * (warm + i + 1));
+      Bnb(i);
+      next.wait();
+      isend_bwd(i);
     }
     for (int i = steady; i < M; ++i) {
-      recv_backward(i);
-      B(i);
-      send_backward(i);
+      recv_bwd(i);
+      Bnb(i);
+      isend_bwd(i);
     }
+    bwd_send_.wait();
+    for (auto& r : fwd_sends_) r.wait();
     return loss;
   }
   std::span<float> act_span(float* p) { return {p, static_cast<std::size_t>(model_.act_numel())}; }
@@ -395,6 +521,7 @@ class trainer {
   // peer would; the barrier times the step, not the previous step's stragglers.
   void start_step(std::int64_t step) {
     comm_.dp().reset_stats();
+    native_bytes_ = 0;
     comm_.pp().reset_stats();
     comm_.tp().reset_stats();
     if (faults::hang().at(world_rank_, step + 1))
@@ -417,7 +544,7 @@ class trainer {
       auto w = dog_.watch("MPI_Allreduce (byte counts)", step);
       double v[6];
       const auto d = comm_.dp().stats(), p = comm_.pp().stats(), t = comm_.tp().stats();
-      v[0] = static_cast<double>(d.raw_bytes); v[1] = static_cast<double>(d.wire_bytes);
+      v[0] = static_cast<double>(d.raw_bytes) + native_bytes_; v[1] = static_cast<double>(d.wire_bytes) + native_bytes_;
       v[2] = static_cast<double>(p.raw_bytes); v[3] = static_cast<double>(p.wire_bytes);
       v[4] = static_cast<double>(t.raw_bytes); v[5] = static_cast<double>(t.wire_bytes);
       MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
@@ -456,6 +583,10 @@ class trainer {
                 cfg_.batch, grid_.dp_size(), model_.n_micro(), model_.micro(), grid_.dp_size(), grid_.pp_size(),
                 grid_.tp_size(), opt_.scheme.c_str());
     if (sp_.active()) std::printf("%s\n", sp_.describe().c_str());
+    if (buckets_.size() > 1 || overlap_)
+      std::printf("dp gradient: %zu buckets (--bucket-mb %g)%s, overlap %s\n", buckets_.size(), opt_.bucket_mb,
+                  native_ ? " by MPI_Iallreduce" : "",
+                  !overlap_ ? "off" : worker_ ? "on (communication thread)" : "on (tested during backward)");
     if (step_ > 0) std::printf("resumed at step %lld\n", static_cast<long long>(step_));
     std::fflush(stdout);
   }
@@ -492,6 +623,16 @@ class trainer {
   sparse_trainer sp_;      // --sparsity (dense: only counts FLOPs)
   watchdog dog_;           // --comm-timeout
   dp_reducer<dp_comm_t> dp_;
+  bool bucketed_ = false;               // dense, no error feedback: buckets_ via reduce_bucket()
+  std::vector<bucket_range> buckets_;   // backward order (overlap.hpp)
+  std::size_t next_bucket_ = 0;         // this step's first bucket not started yet
+  bool native_ = false;                 // uncompressed DP: buckets by MPI_Iallreduce
+  bool overlap_ = false;                // --overlap on
+  std::vector<MPI_Request> pending_;    // native_ and overlap_: this step's started buckets
+  double native_bytes_ = 0;             // their bytes this step (as a ring sends them)
+  std::unique_ptr<comm_worker> worker_;  // --overlap on, compressed DP: the communication thread
+  std::vector<pp_request> fwd_sends_;    // --overlap on: the pipeline's pending sends
+  pp_request bwd_send_;
   checkpointer ckpt_;
   long long skipped_ = 0;  // updates skipped by --skip-nonfinite
 };
