@@ -5,7 +5,7 @@
 # ranks (TP inside a node, DP and PP across the rate-limited links). Prints one line per run
 # (median ms/step without the first 2 steps) with the time of day and the load average.
 #
-#   NET=100mbit REPEATS=3 examples/gpt/bench_overlap.sh build-ov/examples/gpt/train_gpt
+#   NET=100mbit REPEATS=3 bench/model/bench_overlap.sh build/examples/gpt/train_gpt
 #   EXTRA="--layers 4 --heads 8" BUCKET_MB=0.02 STEPS=20 ...
 set -euo pipefail
 EXE=$(readlink -f "${1:-build/examples/gpt/train_gpt}")
