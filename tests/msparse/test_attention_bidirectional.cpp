@@ -18,23 +18,8 @@ using namespace msparse::attention;
 namespace {
 using attention_test::randn;
 using attention_test::rel_err;
+using attention_test::check_against_reference;
 
-void check_against_reference(const layout& lay, std::size_t d, unsigned seed) {
-  const std::size_t T = lay.T();
-  const auto q = randn(T * d, seed), k = randn(T * d, seed + 1), v = randn(T * d, seed + 2), dout = randn(T * d, seed + 3);
-  const auto mask = lay.element_mask();
-  std::vector<float> o(T * d), lse(T), dq(T * d), dk(T * d), dv(T * d);
-  forward(lay, q.data(), k.data(), v.data(), d, o.data(), lse.data());
-  backward(lay, q.data(), k.data(), v.data(), o.data(), lse.data(), dout.data(), d, dq.data(), dk.data(), dv.data());
-  std::vector<float> ro(T * d), rdq(T * d), rdk(T * d), rdv(T * d);
-  dense_masked_forward(mask.data(), T, d, q.data(), k.data(), v.data(), ro.data());
-  dense_masked_backward(mask.data(), T, d, q.data(), k.data(), v.data(), dout.data(), rdq.data(), rdk.data(), rdv.data());
-  INFO("pattern " << to_string(lay.spec().kind) << " exact=" << lay.exact() << " T=" << T << " B=" << lay.block());
-  CHECK(rel_err(o, ro) < 2e-5);
-  CHECK(rel_err(dq, rdq) < 5e-5);
-  CHECK(rel_err(dk, rdk) < 5e-5);
-  CHECK(rel_err(dv, rdv) < 5e-5);
-}
 
 pattern_spec bidir(pattern kind, std::size_t stride, std::size_t summary = 1) { return {kind, stride, summary, false}; }
 }  // namespace
