@@ -43,6 +43,7 @@ struct step_metrics {
   double tokens_per_s = 0, ms = 0;
   comm_bytes comm{};
   double val_loss = -1;        // < 0: no evaluation at this step
+  double val_acc = -1;         // BERT: masked-token accuracy of that evaluation; < 0: none
   bool sparse = false;         // --sparsity other than dense: the step line shows the fields below
   flop_totals flops, flops_step;  // cumulative, this step
   double density = 1, target_density = 1, attention_density = 1;
@@ -64,6 +65,7 @@ inline void print_step(const step_metrics& m) {
                 m.topology_updated ? " | topology updated" : "");
   if (m.sparse && m.topology_updated) std::printf(" | masks %016llx", static_cast<unsigned long long>(m.mask_checksum));
   if (m.val_loss >= 0) std::printf(" | val %.6f", m.val_loss);
+  if (m.val_acc >= 0) std::printf(" acc %.4f", m.val_acc);
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -86,6 +88,7 @@ inline nlohmann::ordered_json to_json(const step_metrics& m) {
   j["dp_sparse_saved"] = m.dp_sparse_saved;
   for (int a = 0; a < 3; ++a) j["comm"][axis_names[a]] = {{"raw", m.comm[a].raw}, {"sent", m.comm[a].sent}};
   if (m.val_loss >= 0) j["val_loss"] = m.val_loss;
+  if (m.val_acc >= 0) j["val_acc"] = m.val_acc;
   return j;
 }
 
@@ -123,7 +126,7 @@ struct run_totals {
   double seconds = 0, tokens = 0;
   comm_bytes comm{};
   double dp_sparse_saved = 0;
-  double last_val = -1;
+  double last_val = -1, last_acc = -1;
   double last_loss = 0;
   bool any_step = false;
   void add(const step_metrics& m, double tokens_per_step) {
@@ -135,6 +138,7 @@ struct run_totals {
     }
     dp_sparse_saved += m.dp_sparse_saved;
     if (m.val_loss >= 0) last_val = m.val_loss;
+    if (m.val_acc >= 0) last_acc = m.val_acc;
     last_loss = m.loss;
     any_step = true;
   }
@@ -146,6 +150,7 @@ inline void print_summary(const run_totals& t, bool tied_exchange, const flop_to
                           double density) {
   std::printf("summary: final train loss %.6f", t.any_step ? t.last_loss : 0.0);
   if (t.last_val >= 0) std::printf(", val loss %.6f", t.last_val);
+  if (t.last_acc >= 0) std::printf(", val masked-token accuracy %.4f", t.last_acc);
   std::printf(", %.0f tokens/s", t.tokens / t.seconds);
   for (int a = 0; a < 3; ++a) {
     const double saved = t.comm[a].raw - t.comm[a].sent;

@@ -192,6 +192,9 @@ class stage_model {
     k::matmul_forward(logits_.data(), ha.lnf, p_lm(), nullptr, N_, C_, Vl_);  // [N, V/tp]
     return cross_entropy(targets, tp, loss_scale, want_grad);
   }
+  // Last stage: how many predicted positions of the last forward() had their target as the
+  // arg-max logit (ties count), for the masked-token accuracy; 0 elsewhere.
+  std::int64_t correct() const { return correct_; }
   // Output activations of the stage for micro-batch mb ([N, C], to send to the next stage).
   const float* output(int mb) { return acts_of(mb, l1_ - 1).out; }
   float* input(int mb) { return acts_.data() + act_stride_ * mb; }
@@ -572,8 +575,12 @@ class stage_model {
     }
     tp.allreduce(std::span<float>(ce_sums_));
     double loss = 0.0;
+    correct_ = 0;
     for (std::int64_t n = 0; n < N; ++n)
-      if (targets[n] >= 0) loss += static_cast<double>(std::log(ce_sums_[n]) + ce_max_[n] - ce_sums_[N + n]);
+      if (targets[n] >= 0) {
+        loss += static_cast<double>(std::log(ce_sums_[n]) + ce_max_[n] - ce_sums_[N + n]);
+        correct_ += ce_sums_[N + n] >= ce_max_[n];  // the target's logit is the global maximum
+      }
     if (want_grad) {
 #pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
       for (std::int64_t n = 0; n < N; ++n) {
@@ -600,7 +607,7 @@ class stage_model {
   bool first_ = true, last_ = true, causal_ = true;
   int l0_ = 0, l1_ = 0;
   int T_ = 0, C_ = 0, nh_ = 0, hd_ = 0, Cl_ = 0, Hl_ = 0, Vl_ = 0, rot_ = 0;
-  std::int64_t N_ = 0, act_stride_ = 0, head_numel_ = 0, embed_numel_ = 0;
+  std::int64_t N_ = 0, act_stride_ = 0, head_numel_ = 0, embed_numel_ = 0, correct_ = 0;
   std::vector<float> acts_, dres_, dln_a_, dln_b_, dhid_, dqkv_, datty_, dP_, logits_, ce_max_, ce_gather_, ce_sums_;
   std::vector<float> cos_, sin_;
   block_ops* ops_ = nullptr;  // not owned; null: dense kernels only

@@ -106,7 +106,7 @@ class sparse_trainer final : public block_ops {
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
     const msparse::gpt_shape shape{static_cast<std::size_t>(c.layers), static_cast<std::size_t>(c.channels),
                                    static_cast<std::size_t>(c.heads), static_cast<std::size_t>(c.block),
-                                   static_cast<std::size_t>(c.vocab), false, c.causal()};
+                                   static_cast<std::size_t>(c.vocab), false, c.causal(), c.is_bert()};
     flops_ = msparse::flop_counter(shape, static_cast<std::size_t>(c.batch));
     auto layers = msparse::gpt_linear_layers(shape);  // h<b>.{attn.qkv, attn.out, mlp.fc, mlp.proj}, lm_head
     // local blocks of this stage, from the model's tensor list

@@ -28,6 +28,7 @@
 #include <string>
 #include <thread>
 #include <type_traits>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -112,7 +113,7 @@ class trainer {
       const float lr = lr_at(cfg_, static_cast<int>(step));
       const double loss = train_step(step, lr);
       step_metrics m = measure(step, loss, lr, (MPI_Wtime() - t0) * 1e3);
-      if (eval_due(step)) m.val_loss = evaluate(step);
+      if (eval_due(step)) std::tie(m.val_loss, m.val_acc) = evaluate(step);
       result.losses[step] = loss;
       if (root && !opt_.quiet) print_step(m);
       if (root) log.write(m);
@@ -446,11 +447,12 @@ class trainer {
   }
 
   // ---- evaluation and sampling ------------------------------------------------------------
-  double evaluate(std::int64_t step) {
+  // Validation loss per predicted token and, for BERT, the masked-token accuracy (-1 for GPT).
+  std::pair<double, double> evaluate(std::int64_t step) {
     auto w = dog_.watch("evaluation (pipeline forward, MPI_Allreduce)", step);
     const int M = model_.n_micro(), S = model_.micro(), T = cfg_.block;
     const int per_dp = cfg_.batch / grid_.dp_size();
-    double sum = 0, predicted = 0;
+    double sum = 0, predicted = 0, correct = 0;
     std::vector<int> tok(static_cast<std::size_t>(T)), tgt(tok.size());
     for (int v = 0; v < cfg_.eval_batches; ++v) {
       if (cfg_.is_bert())  // the predicted positions of the whole batch, as in next_batch()
@@ -465,13 +467,15 @@ class trainer {
         }
         recv_forward(mb);
         sum += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), comm_.tp(), 0.f, false);
+        correct += static_cast<double>(model_.correct());
         send_forward(mb);
       }
     }
-    double loss = (model_.is_last() && grid_.tp_rank() == 0) ? sum : 0.0;
-    MPI_Allreduce(MPI_IN_PLACE, &loss, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    if (cfg_.is_bert()) return loss / predicted;
-    return loss / (static_cast<double>(cfg_.eval_batches) * cfg_.batch * T);
+    const bool counts = model_.is_last() && grid_.tp_rank() == 0;
+    double loss_hits[2] = {counts ? sum : 0.0, counts ? correct : 0.0};
+    MPI_Allreduce(MPI_IN_PLACE, loss_hits, 2, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    if (cfg_.is_bert()) return {loss_hits[0] / predicted, loss_hits[1] / predicted};
+    return {loss_hits[0] / (static_cast<double>(cfg_.eval_batches) * cfg_.batch * T), -1.0};
   }
 
   // Samples opt_.sample bytes after the prompt (temperature 1, top-k 0, seeded): every DP

@@ -112,6 +112,7 @@ struct gpt_shape {
   std::size_t vocab = 50257;
   bool sparse_lm_head = true;  // the LM head (tied to the token embedding) is sparse in MST
   bool causal = true;          // attention over T(T+1)/2 entries per sequence; false: T^2 (an encoder)
+  bool mlm_transform = false;  // BERT's MLM head: a dense C x C transform on every token before the decoder
 };
 
 // Per block: qkv (3C x C), attn_out (C x C), fc (4C x C), proj (C x 4C); then lm_head

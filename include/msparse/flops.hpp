@@ -21,6 +21,9 @@
 //   encoder, gpt_shape::causal = false; C = heads x head size): dense forward 4 C E batch,
 //   backward 8 C E batch; actual x attention density (the fraction of those entries
 //   evaluated; attention::hybrid::work_fraction).
+//   BERT's MLM transform (gpt_shape::mlm_transform: C x C on every token, dense for every
+//   method): forward 2 tokens C^2, backward 4 tokens C^2, in dense and actual alike. The
+//   decoder after it is lm_head above (tied to the token embedding, on every position).
 // Not counted: embeddings, layer norms, GELU, softmax, residuals, the optimizer: O(tokens C)
 // or O(parameters) element-wise work, small next to the matmuls and the same for all methods.
 #pragma once
@@ -93,6 +96,13 @@ class flop_counter {
     s.dense.backward += 2 * attn_fwd;
     s.actual.forward += attn_fwd * attention_density;
     s.actual.backward += 2 * attn_fwd * attention_density;
+    if (g_.mlm_transform) {
+      const double head_fwd = 2 * tokens * double(g_.C) * double(g_.C);
+      s.dense.forward += head_fwd;
+      s.dense.backward += 2 * head_fwd;
+      s.actual.forward += head_fwd;
+      s.actual.backward += 2 * head_fwd;
+    }
     return s;
   }
 

@@ -18,6 +18,7 @@
 // beta2, eps, grad_clip, neox: rotary_pct / bert: mask_rate), inputs, targets (bert: -1 where
 // not predicted), the parameters in global_specs order, logits, loss, gradients, losses.
 #pragma once
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -149,6 +150,15 @@ inline void check_reference(const std::string& arch) {
         const cmp c = compare(m.logits(), s.logits.data() + mb * N * s.cfg.vocab, N * s.cfg.vocab, 1e-6, 1e-5);
         INFO("logits mb " << mb << " max abs " << c.max_abs << " rel l2 " << c.rel_l2);
         CHECK(c.bad == 0);
+        // correct(): the predicted positions whose target has the largest logit
+        std::int64_t hits = 0;
+        for (std::int64_t n = 0; n < N; ++n) {
+          const int t = s.targets[static_cast<std::size_t>(mb * N + n)];
+          if (t < 0) continue;
+          const float* z = m.logits() + n * s.cfg.vocab;
+          hits += *std::max_element(z, z + s.cfg.vocab) == z[t];
+        }
+        CHECK(m.correct() == hits);
       }
       const double loss = loss_sum / predicted;
       INFO("loss " << loss << " vs " << s.loss);

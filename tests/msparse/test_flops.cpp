@@ -119,3 +119,22 @@ TEST_CASE("GPT-2 small dense forward FLOPs per token match 2N + attention", "[fl
   CHECK(s.dense.forward == Approx(2 * 1024 * P + 4 * 768 * E * 12).epsilon(1e-12));
   CHECK(s.dense.total() == Approx(3 * s.dense.forward).epsilon(1e-12));
 }
+
+TEST_CASE("an encoder counts T^2 attention entries and BERT's MLM transform", "[flops]") {
+  // tiny() as an encoder: E = T^2 = 16 entries; attention forward 4*8*16*3*2 = 3072.
+  // MLM transform C x C on 12 tokens: forward 2*12*64 = 1536, backward 3072, in dense and
+  // actual alike (it is dense for every method). Linear forward 38784 as in the GPT case.
+  gpt_shape g = tiny();
+  g.causal = false;
+  g.mlm_transform = true;
+  flop_counter fc(g, 3);
+  REQUIRE(fc.layers().size() == 9);
+  const auto s = fc.count(std::vector<double>(9, 1.0), 1.0, false);
+  CHECK(s.dense.forward == 38784.0 + 3072.0 + 1536.0);
+  CHECK(s.dense.backward == 2 * (38784.0 + 3072.0 + 1536.0));
+  // Sparse layers and no attention: the transform stays in actual at full cost.
+  std::vector<double> d{0.5, 0.25, 0.125, 0.125, 0.5, 0.25, 0.125, 0.125, 0.5};
+  const auto a = fc.count(d, 0.0, false);
+  CHECK(a.actual.forward == Approx(9408.0 + 1536.0).epsilon(1e-15));
+  CHECK(a.actual.backward == Approx(18816.0 + 3072.0).epsilon(1e-15));
+}
