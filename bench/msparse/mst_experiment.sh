@@ -7,6 +7,7 @@
 #   bench/msparse/mst_experiment.sh                      # small model, 150 steps, 1 rank, 1 thread
 #   STEPS=300 MODEL=small OUT=/tmp/mst bench/msparse/mst_experiment.sh
 #   TRAIN_GPT=build/examples/gpt/train_gpt EXTRA="--dt 10" bench/msparse/mst_experiment.sh
+#   MODEL=bert-small STEPS=300 CONCURRENT=1 bench/msparse/mst_experiment.sh   # BERT, MLM
 #
 # Static/SET/RigL run at a constant SPARSITY (default 0.9, ERK), MST at its default schedule
 # (dense -> 0.8 in 4 warm-up stages over the first 15%, 0.9 for the next 60%, back
@@ -36,8 +37,8 @@ mkdir -p "$OUT"
   echo "host: $(uname -srm), $(nproc) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "config: model $MODEL, steps $STEPS, sparsity $SPARSITY, eval every $EVAL_EVERY x $EVAL_BATCHES batches, threads $OMP_NUM_THREADS, extra '$EXTRA', mst extra '$MST_EXTRA'"
 } > "$OUT/conditions.txt"
-for m in $METHODS; do
-  echo "== $m"
+run_method() {
+  m=$1
   more=$EXTRA
   [ "$m" = mst ] && more="$EXTRA $MST_EXTRA"
   t0=$(date +%s.%N)
@@ -50,11 +51,23 @@ for m in $METHODS; do
       --data "$DATA" --sample 0 --sparsity "$m" --sparsity-target "$SPARSITY" --metrics "$OUT/$m.jsonl" $more \
       > "$OUT/$m.log"
   t1=$(date +%s.%N)
-  echo "$m $(echo "$t1 - $t0" | bc)" >> "$OUT/wall.txt.tmp"
+  echo "$m $(echo "$t1 - $t0" | bc)" > "$OUT/$m.wall"
   grep '^summary' "$OUT/$m.log"
   echo "load after $m: $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/conditions.txt"
-done
-mv "$OUT/wall.txt.tmp" "$OUT/wall.txt"
+}
+# CONCURRENT=1 runs every method at once (one process each): losses and FLOPs are the same,
+# wall times are not comparable then (CPU times are, roughly); for wall time run them in turn.
+if [ "${CONCURRENT:-0}" = 1 ]; then
+  echo "concurrent: all methods at once (compare CPU times, not wall times)" >> "$OUT/conditions.txt"
+  pids=""
+  for m in $METHODS; do echo "== $m (started)"; run_method "$m" & pids="$pids $!"; done
+  fail=0
+  for p in $pids; do wait "$p" || fail=1; done
+  [ "$fail" = 0 ] || { echo "a method failed: see $OUT/*.log" >&2; exit 1; }
+else
+  for m in $METHODS; do echo "== $m"; run_method "$m"; done
+fi
+for m in $METHODS; do cat "$OUT/$m.wall"; done > "$OUT/wall.txt"
 /usr/bin/python3 "$ROOT/bench/msparse/mst_summary.py" "$OUT" | tee "$OUT/summary.md"
 files=""
 for m in $METHODS; do files="$files $OUT/$m.jsonl"; done

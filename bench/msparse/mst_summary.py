@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Summarises bench/msparse/mst_experiment.sh runs: one row per method with the final
-validation loss, training FLOPs (actual and dense-equivalent, from train_gpt's metrics),
-the FLOP reduction, wall time, and each against dense.
+validation loss (and BERT's masked-token accuracy), training FLOPs (actual and
+dense-equivalent, from train_gpt's metrics), the FLOP reduction, wall and CPU time, and each
+against dense.
 
     /usr/bin/python3 bench/msparse/mst_summary.py OUTDIR    # reads OUTDIR/<method>.jsonl, wall.txt
 """
@@ -13,6 +14,15 @@ import sys
 def load(path):
     with open(path) as f:
         return [json.loads(l) for l in f if l.strip()]
+
+
+def cpu_seconds(path):
+    """/usr/bin/time -f %U+%S output (user + sys seconds), or NaN."""
+    try:
+        last = open(path).read().split()[-1]
+        return sum(float(v) for v in last.split("+"))
+    except (OSError, ValueError, IndexError):
+        return float("nan")
 
 
 def main():
@@ -42,19 +52,25 @@ def main():
             "wall": wall.get(m, float("nan")),
             "density": last.get("density", 1.0),
             "avg_density": sum(x.get("density", 1.0) for x in r) / len(r),
+            "acc": vals[-1].get("val_acc") if vals else None,
+            "cpu": cpu_seconds(os.path.join(out, m + ".cpu")),
         }
     if not rows:
         sys.exit(f"no metrics in {out}")
     ref = rows.get("dense")
-    print("| method | steps | final val loss | vs dense | train FLOPs (actual) | dense-equivalent | FLOP reduction | "
-          "mean density | wall s | sum of step times s | wall vs dense |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    acc = any(x["acc"] is not None for x in rows.values())  # BERT: masked-token accuracy
+    print("| method | steps | final val loss | vs dense | " + ("val masked-token acc | " if acc else "") +
+          "train FLOPs (actual) | dense-equivalent | FLOP reduction | mean density | wall s | "
+          "sum of step times s | wall vs dense | CPU s | CPU vs dense |")
+    print("|---" * (14 if acc else 13) + "|")
     for m, x in rows.items():
         dv = f"{(x['val'] / ref['val'] - 1) * 100:+.2f}%" if ref else "-"
         dw = f"{x['wall'] / ref['wall']:.2f}x" if ref and ref["wall"] == ref["wall"] else "-"
-        print(f"| {m} | {x['steps']} | {x['val']:.4f} | {dv} | {x['actual']:.3e} | {x['dense']:.3e} | "
-              f"{x['dense'] / x['actual']:.2f}x | {x['avg_density']:.3f} | {x['wall']:.1f} | {x['step_s']:.1f} | {dw} |")
-
+        dc = f"{x['cpu'] / ref['cpu']:.2f}x" if ref and ref["cpu"] == ref["cpu"] else "-"
+        a = (f"{x['acc']:.4f} | " if x["acc"] is not None else "- | ") if acc else ""
+        print(f"| {m} | {x['steps']} | {x['val']:.4f} | {dv} | {a}{x['actual']:.3e} | {x['dense']:.3e} | "
+              f"{x['dense'] / x['actual']:.2f}x | {x['avg_density']:.3f} | {x['wall']:.1f} | {x['step_s']:.1f} | {dw} | "
+              f"{x['cpu']:.1f} | {dc} |")
 
 if __name__ == "__main__":
     main()
