@@ -74,9 +74,9 @@ fi
 netns_unavailable() {
   local c err
   [ "$NO_NETNS" = 0 ] || { echo "HCOMM_NO_NETNS=1 is set"; return; }
-  [ "$(id -u)" = 0 ] || { echo "not root (network namespaces need root)"; return; }
+  [ "$(id -u)" = 0 ] || { echo "not root, which network namespaces need"; return; }
   for c in ip tc unshare flock mpirun; do
-    command -v "$c" >/dev/null || { echo "$c not found (scripts/setup.sh installs it)"; return; }
+    command -v "$c" >/dev/null || { echo "$c not found, scripts/setup.sh installs it"; return; }
   done
   err=$(unshare --net sh -c 'ip link set lo up && tc qdisc add dev lo root tbf rate 1mbit burst 32kb latency 50ms' 2>&1) ||
     echo "cannot create a rate-limited network namespace: ${err:-unshare --net failed}"
