@@ -68,6 +68,12 @@ if [ -z "$TRAIN_GPT" ]; then
   TRAIN_GPT=build/examples/gpt/train_gpt
 fi
 [ -x "$TRAIN_GPT" ] || die "TRAIN_GPT='$TRAIN_GPT' is not an executable"
+# SCHEME, MODEL and ARCH are checked by train_gpt itself, before anything else runs: one step
+# of a one-layer cut of the model on one rank (under a second).
+if ! err=$("$TRAIN_GPT" --arch "$ARCH" --model "$MODEL" --scheme "$SCHEME" --compress-min-bytes 0 \
+             --data data/kjv.txt --steps 1 --layers 1 --block 8 --batch 1 --eval-batches 1 --sample 0 --quiet 2>&1); then
+  die "train_gpt refuses SCHEME='$SCHEME' MODEL='$MODEL' ARCH='$ARCH': $(grep -m1 '^train_gpt: ' <<< "$err" || tail -n1 <<< "$err")"
+fi
 
 # Why the emulated cluster cannot run here (nothing when it can): the probe creates a
 # throwaway network namespace with a rate-limited loopback, as netns-mpirun.sh's nodes.

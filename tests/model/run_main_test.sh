@@ -61,6 +61,14 @@ case "$MODE" in
         die "$bad: not one 'run-main: ${bad%%=*}=...' line: $(cat "$WORK/bad.out")"
       [ ! -e "$WORK/bad" ] || die "$bad: wrote $WORK/bad before refusing"
     done
+    for bad in "SCHEME=bogus" "SCHEME=zhybrid:16" "MODEL=huge" "ARCH=gpt5"; do
+      env TRAIN_GPT="$TRAIN_GPT" OUT_DIR="$WORK/bad" "$bad" bash "$ROOT/scripts/run-main.sh" > "$WORK/bad.out" 2>&1
+      rc=$?
+      [ $rc = 2 ] || { cat "$WORK/bad.out" >&2; die "$bad: exit $rc, expected 2"; }
+      [ "$(wc -l < "$WORK/bad.out")" = 1 ] && grep -q "^run-main: train_gpt refuses .*${bad%%=*}='${bad#*=}'.*: train_gpt: " "$WORK/bad.out" ||
+        die "$bad: not one 'run-main: train_gpt refuses ...' line with train_gpt's reason: $(cat "$WORK/bad.out")"
+      [ ! -e "$WORK/bad" ] || die "$bad: wrote $WORK/bad before refusing"
+    done
     ok "bad settings exit 2 with one line"
     main_job shm HCOMM_NO_NETNS=1 || { cat "$WORK/shm.out" >&2; die "HCOMM_NO_NETNS=1 run: exit $?"; }
     has shm '^run-main: no emulated cluster \(HCOMM_NO_NETNS=1 is set\): running on 8 ranks over shared memory'
