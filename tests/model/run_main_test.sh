@@ -35,7 +35,7 @@ summary_ok() {  # NAME: the summary lines and the files of a finished run
   has "$n" '^summary: 4 steps each' "the run length"
   has "$n" '^summary: zhybrid:16,8 +[0-9]+ tokens/s +[0-9.]+ ms/step +final val loss [0-9.]+$'
   has "$n" '^summary: none +[0-9]+ tokens/s +[0-9.]+ ms/step +final val loss [0-9.]+'
-  has "$n" '^summary: speed-up zhybrid:16,8 / none: [0-9.]+x tokens/s$'
+  has "$n" '^summary: speed-up zhybrid:16,8 / none: [0-9.]+x tokens/s'
   has "$n" '^summary: val loss gap zhybrid:16,8 - none: [-+][0-9.]+ \([-+][0-9.]+%\), (within|outside) 0.5% of none'
   has "$n" '^summary: MB per step raw->sent \(all ranks\), zhybrid:16,8: dp [0-9.]+->[0-9.]+, pp [0-9.]+->[0-9.]+, tp '
   has "$n" '^summary: MB per step raw->sent \(all ranks\), none +: dp '
@@ -76,6 +76,21 @@ case "$MODE" in
     summary_ok shm
     has shm '^summary: shared memory, no rate-limited links \(HCOMM_NO_NETNS=1 is set\)$'
     ok "HCOMM_NO_NETNS=1: shared memory, with the reason and the summary"
+    # scripts/main_job.py on bad input: exit 2, one line naming the problem
+    J=$ROOT/scripts/main_job.py M=$WORK/shm/main.jsonl
+    head -n 2 "$M" > "$WORK/short.jsonl"
+    echo '{"step": 1}' > "$WORK/nocomm.jsonl"
+    for args in "rate --metrics $WORK/missing.jsonl --grid 2x2x2 --nodes 4 --ranks-per-node 2|cannot read" \
+                "rate --metrics $M --grid 2x2 --nodes 4 --ranks-per-node 2|grid-axes: --grid '2x2'" \
+                "rate --metrics $M --grid 2x2x2 --nodes 4 --ranks-per-node 2|a compressed run" \
+                "rate --metrics $WORK/nocomm.jsonl --grid 2x2x2 --nodes 4 --ranks-per-node 2|lacks ms" \
+                "summary --scheme z --metrics $M --none $WORK/short.jsonl|not the same run length"; do
+      /usr/bin/python3 "$J" ${args%|*} > "$WORK/j.out" 2>&1
+      rc=$?
+      [ $rc = 2 ] && [ "$(wc -l < "$WORK/j.out")" = 1 ] && grep -q -- "${args#*|}" "$WORK/j.out" ||
+        die "main_job.py ${args%|*}: exit $rc, expected 2 and one line with '${args#*|}': $(cat "$WORK/j.out")"
+    done
+    ok "main_job.py: bad input exits 2 with one line"
     ;;
   netns)
     [ "$(id -u)" = 0 ] || { echo "SKIP: not root (network namespaces)"; exit 77; }
@@ -91,6 +106,7 @@ case "$MODE" in
     summary_ok netns
     has netns '^summary: none .* = [0-9.]+x the compute step \([0-9]+ ms\)$'
     has netns '^summary: links of [0-9]+kbit each way$'
+    has netns '^summary: speed-up .* tokens/s \(target at least 1.3x: (met|not met)\)$'
     ok "the emulated cluster: calibration, both runs, the summary"
     main_job fixed RATE=100mbit || { cat "$WORK/fixed.out" >&2; die "RATE=100mbit run: exit $?"; }
     ! grep -q '^run-main: calibration' "$WORK/fixed.out" || die "RATE=100mbit: calibrated anyway"
