@@ -141,7 +141,7 @@ def cmd_summary(args):
         target = f" (target at least {SPEEDUP_TARGET}x: {'met' if ta / tb >= SPEEDUP_TARGET else 'not met'})"
     print(f"summary: speed-up {name} / none: {ta / tb:.2f}x tokens/s{target}")
     within = abs(gap) <= LOSS_TOLERANCE * vb
-    print(f"summary: val loss gap {name} - none: {gap:+.4f} ({100 * gap / vb:+.2f}%), "
+    print(f"summary: val loss gap {name} - none: {gap:+.5f} ({100 * gap / vb:+.4f}%), "
           f"{'within' if within else 'outside'} 0.5% of none's ({LOSS_TOLERANCE * vb:.4f})")
     for label, rows in ((name, a), ("none", b)):
         c = rows[-1]["comm"]
