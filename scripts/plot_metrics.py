@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Plots train_gpt --metrics files (JSON lines) into one PNG: loss against step and against
-training FLOPs (train and validation), and bytes per axis per step (raw and sent).
+"""Plots train_gpt --metrics files (JSON lines) into one PNG: loss against step, against
+training time (the sum of the step times, so evaluation is left out) and against training
+FLOPs (train and validation), and bytes per axis per step (raw and sent).
 
     /usr/bin/python3 scripts/plot_metrics.py none.jsonl zhybrid.jsonl -o metrics.png
 
@@ -48,18 +49,24 @@ def main():
     labels = args.labels.split(",") if args.labels else [os.path.splitext(os.path.basename(f))[0] for f in args.files]
     if len(labels) != len(args.files):
         sys.exit("--labels needs one label per file")
-    fig, ax = plt.subplots(1, 3, figsize=(16, 4.5))
+    fig, grid = plt.subplots(2, 2, figsize=(13, 9))
+    ax = [grid[0][0], grid[1][0], grid[1][1], grid[0][1]]  # step, FLOPs, bytes, time
     for path, label in zip(args.files, labels):
         rows = load(path)
         step = [r["step"] for r in rows]
         loss = [r["loss"] for r in rows]
         flops = [flops_of(r) for r in rows]
+        seconds, t = [], 0.0
+        for r in rows:
+            t += r.get("ms", float("nan")) / 1e3
+            seconds.append(t)
         line, = ax[0].plot(step, loss, label=f"{label} train")
         ax[1].plot(flops, loss, color=line.get_color(), label=f"{label} train")
-        val = [(r["step"], flops_of(r), r["val_loss"]) for r in rows if "val_loss" in r]
+        ax[3].plot(seconds, loss, color=line.get_color(), label=f"{label} train")
+        val = [(r["step"], flops_of(r), s, r["val_loss"]) for r, s in zip(rows, seconds) if "val_loss" in r]
         if val:
-            ax[0].plot([v[0] for v in val], [v[2] for v in val], "o--", color=line.get_color(), label=f"{label} val")
-            ax[1].plot([v[1] for v in val], [v[2] for v in val], "o--", color=line.get_color(), label=f"{label} val")
+            for a, k in ((ax[0], 0), (ax[1], 1), (ax[3], 2)):
+                a.plot([v[k] for v in val], [v[3] for v in val], "o--", color=line.get_color(), label=f"{label} val")
         for axis, style in (("dp", "-"), ("pp", "--"), ("tp", ":")):
             raw = [r["comm"][axis]["raw"] / 1e6 for r in rows]
             sent = [r["comm"][axis]["sent"] / 1e6 for r in rows]
@@ -70,6 +77,7 @@ def main():
     ax[1].set(xlabel="training FLOPs", ylabel="loss", title="loss vs compute")
     ax[1].set_xscale("log")
     ax[2].set(xlabel="step", ylabel="MB per step (all ranks)", title="bytes per axis")
+    ax[3].set(xlabel="training time (s, sum of step times)", ylabel="loss", title="loss vs wall time")
     for a in ax:
         a.grid(alpha=0.3)
         a.legend(fontsize=7)

@@ -214,12 +214,19 @@ def write_debug_state(arch, out_dir):
           f"losses {losses[0]:.4f} -> {losses[-1]:.4f}")
 
 
+# train_gpt's GPT presets (examples/gpt/config.hpp, gpt::preset): shape, batch and learning rate.
+PRESETS = {
+    "tiny": dict(L=2, C=64, NH=4, T=32, B=8, lr=1e-3),
+    "small": dict(L=4, C=128, NH=4, T=128, B=8, lr=1e-3),
+    "medium": dict(L=8, C=256, NH=8, T=256, B=16, lr=6e-4),
+}
+
+
 def bench(args):
     torch.set_num_threads(args.threads)
-    presets = {"tiny": dict(L=2, C=64, NH=4, T=32, B=8), "small": dict(L=4, C=128, NH=4, T=128, B=8)}
-    p = presets[args.model]
+    p = PRESETS[args.model]
     cfg = dict(arch=args.arch, V=256, T=p["T"], L=p["L"], C=p["C"], NH=p["NH"], B=p["B"], steps=args.steps,
-               warmup=2, lr=1e-3, min_lr_frac=0.1, wd=0.1, beta1=0.9, beta2=0.95, eps=1e-8, clip=1.0)
+               warmup=2, lr=p["lr"], min_lr_frac=0.1, wd=0.1, beta1=0.9, beta2=0.95, eps=1e-8, clip=1.0)
     hd = cfg["C"] // cfg["NH"]
     rot = int(hd * 0.25) if args.arch == "neox" else 0
     cfg["rot"] = rot - rot % 2
@@ -233,9 +240,12 @@ def bench(args):
     raw = open(args.data, "rb").read(1 << 20)
     data = torch.tensor(list(raw), dtype=torch.long)
     B, T = cfg["B"], cfg["T"]
+    if len(data) < B * T + 1:
+        raise SystemExit(f"reference_gpt: {args.data} holds {len(data)} bytes, fewer than one batch ({B * T + 1})")
+    batches = (len(data) - 1) // (B * T)  # the first MiB, batch after batch, from the start again after it
     times = []
     for s in range(args.steps):
-        i = s * B * T
+        i = (s % batches) * B * T
         x = torch.stack([data[i + b * T: i + b * T + T] for b in range(B)])
         y = torch.stack([data[i + b * T + 1: i + b * T + T + 1] for b in range(B)])
         t0 = time.perf_counter()
@@ -250,8 +260,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "tests", "model", "data"))
     ap.add_argument("--bench", action="store_true", help="time training steps instead of writing debug states")
-    ap.add_argument("--model", default="small")
-    ap.add_argument("--arch", default="gpt2")
+    ap.add_argument("--model", default="small", choices=sorted(PRESETS), help="train_gpt preset (--bench)")
+    ap.add_argument("--arch", default="gpt2", choices=("gpt2", "neox"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "data", "kjv.txt"))

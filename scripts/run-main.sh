@@ -1,30 +1,149 @@
 #!/usr/bin/env bash
-# The main job: train a GPT on the default corpus (data/kjv.txt) on 8 MPI ranks, 2x2x2
-# (DP x PP x TP), with the ZHybrid scheme (ZFP everywhere, 16 bits/value on pipeline and
-# tensor traffic, 8 on data-parallel gradients). Prints train_gpt's summary at the end:
-# final train and validation loss, tokens/s, and bytes saved per axis.
+# The main job: train a GPT on the default corpus (data/kjv.txt) on an emulated cluster of
+# 4 nodes x 2 ranks (scripts/netns-mpirun.sh: each node a network namespace, its 2 ranks on
+# shared memory, nodes joined by rate-limited links), grid 2x2x2 (DP x PP x TP) with TP inside
+# the nodes and DP and PP across them; first with the ZHybrid scheme (ZFP everywhere, 16
+# bits/value on pipeline and tensor traffic, 8 on data-parallel gradients), then the same
+# steps uncompressed, and compare them.
+#
+#   1. Calibration: the link rate at which the uncompressed step spends about half its time
+#      in exposed communication. A few uncompressed steps over shared memory measure the
+#      compute of a step and the bytes per step of the axes that cross nodes
+#      (scripts/grid-axes.sh); the rate is the one at which a node's link carries its share
+#      of those bytes in the time of the compute step (scripts/main_job.py rate). Printed.
+#   2. SCHEME, then none, for STEPS steps each, validation every EVAL_EVERY steps.
+#   3. The summary (scripts/main_job.py summary): tokens/s of both, the speed-up, both final
+#      validation losses and their gap, bytes per axis, the uncompressed step as a multiple
+#      of the compute step; the plot (scripts/plot_metrics.py: loss vs step and vs training
+#      time for both) in OUT_DIR/main.png.
+#
+# Without root or network namespaces (or with HCOMM_NO_NETNS=1) it says why and runs both on
+# 8 ranks over shared memory, without calibration.
 #
 # Every message is compressed (--compress-min-bytes 0): the small models' messages are all below
-# hcomm's 1 MiB default threshold, which exists for large clusters.
+# hcomm's 1 MiB default threshold, which exists for large clusters. One OpenMP thread per rank
+# (OMP_NUM_THREADS=1): hcomm's automatic thread count sees only the ranks of its own node
+# (namespace), not the other nodes' ranks on the same CPUs.
 #
-# Override with environment variables, e.g. SCHEME=mzhybrid:8 STEPS=100 bash scripts/run-main.sh
+# Environment: SCHEME (zhybrid:16,8), STEPS (60), MODEL (small), ARCH (gpt2), RATE (auto: the
+# calibration; else a tc rate such as 40mbit), CAL_STEPS (8), EVAL_EVERY (20), EVAL_BATCHES
+# (8), OUT_DIR (out), TRAIN_GPT (a built train_gpt; default: build build/'s),
+# HCOMM_NO_NETNS (1: shared memory), NETNS_PREFIX (netns-mpirun.sh's). E.g.
+#   SCHEME=mzhybrid:8 STEPS=100 bash scripts/run-main.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+START=$(date +%s)
 SCHEME=${SCHEME:-zhybrid:16,8}
 STEPS=${STEPS:-60}
 MODEL=${MODEL:-small}
 ARCH=${ARCH:-gpt2}
+RATE=${RATE:-auto}
+CAL_STEPS=${CAL_STEPS:-8}
+EVAL_EVERY=${EVAL_EVERY:-20}
+EVAL_BATCHES=${EVAL_BATCHES:-8}
 OUT=${OUT_DIR:-out}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+TRAIN_GPT=${TRAIN_GPT:-}
+NO_NETNS=${HCOMM_NO_NETNS:-0}
+NODES=4 RPN=2 GRID=2x2x2  # TPxDPxPP, as grid-axes.sh and netns-mpirun.sh take it
+GRID_ARGS=(--dp 2 --pp 2 --tp 2)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+PY=/usr/bin/python3
 
-[ -s data/kjv.txt ] || { echo "run-main: data/kjv.txt missing: run scripts/setup.sh first" >&2; exit 1; }
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)" --target train_gpt >/dev/null
+say() { echo "run-main: $*"; }
+die() { echo "run-main: $*" >&2; exit 2; }
+posint() { [[ $2 =~ ^[1-9][0-9]{0,8}$ ]] || die "$1='$2' is not a positive integer"; }
+posint STEPS "$STEPS"
+posint CAL_STEPS "$CAL_STEPS"
+posint EVAL_BATCHES "$EVAL_BATCHES"
+[[ $EVAL_EVERY =~ ^[0-9]{1,9}$ ]] || die "EVAL_EVERY='$EVAL_EVERY' is not a number of steps (0: at the end only)"
+[ "$RATE" = auto ] || [[ $RATE =~ ^[0-9]+(\.[0-9]+)?([kKmMgGtT]i?)?(bit|bps)$ ]] ||
+  die "RATE='$RATE' is neither auto nor a tc rate such as 40mbit, 1gbit or 125mbps"
+[[ $NO_NETNS =~ ^[01]$ ]] || die "HCOMM_NO_NETNS='$NO_NETNS' is not 0 or 1"
+[ -x "$PY" ] || die "$PY not found: run scripts/setup.sh first"
+[ -s data/kjv.txt ] || die "data/kjv.txt missing: run scripts/setup.sh first"
+
+if [ -z "$TRAIN_GPT" ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build build -j "$(nproc)" --target train_gpt >/dev/null
+  TRAIN_GPT=build/examples/gpt/train_gpt
+fi
+[ -x "$TRAIN_GPT" ] || die "TRAIN_GPT='$TRAIN_GPT' is not an executable"
+# SCHEME, MODEL and ARCH are checked by train_gpt itself, before anything else runs: one step
+# of a one-layer cut of the model on one rank (under a second).
+if ! err=$("$TRAIN_GPT" --arch "$ARCH" --model "$MODEL" --scheme "$SCHEME" --compress-min-bytes 0 \
+             --data data/kjv.txt --steps 1 --layers 1 --block 8 --batch 1 --eval-batches 1 --sample 0 --quiet 2>&1); then
+  die "train_gpt refuses SCHEME='$SCHEME' MODEL='$MODEL' ARCH='$ARCH': $(grep -m1 '^train_gpt: ' <<< "$err" || tail -n1 <<< "$err")"
+fi
+
+# Why the emulated cluster cannot run here (nothing when it can): the probe creates a
+# throwaway network namespace with a rate-limited loopback, as netns-mpirun.sh's nodes.
+netns_unavailable() {
+  local c err
+  [ "$NO_NETNS" = 0 ] || { echo "HCOMM_NO_NETNS=1 is set"; return; }
+  [ "$(id -u)" = 0 ] || { echo "not root, which network namespaces need"; return; }
+  for c in ip tc unshare flock mpirun; do
+    command -v "$c" >/dev/null || { echo "$c not found, scripts/setup.sh installs it"; return; }
+  done
+  err=$(unshare --net sh -c 'ip link set lo up && tc qdisc add dev lo root tbf rate 1mbit burst 32kb latency 50ms' 2>&1) ||
+    echo "cannot create a rate-limited network namespace: ${err:-unshare --net failed}"
+}
+WHY=$(netns_unavailable)
+AXES_LINE=$(scripts/grid-axes.sh --grid "$GRID" --ranks-per-node "$RPN")
 
 mkdir -p "$OUT"
-mpiexec --oversubscribe -n 8 -x OMP_NUM_THREADS=1 build/examples/gpt/train_gpt \
-  --arch "$ARCH" --model "$MODEL" --dp 2 --pp 2 --tp 2 --scheme "$SCHEME" --compress-min-bytes 0 \
-  --data data/kjv.txt --steps "$STEPS" --eval-every 20 --metrics "$OUT/main.jsonl" --sample 200
-if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
-  /usr/bin/python3 scripts/plot_metrics.py "$OUT/main.jsonl" -o "$OUT/main.png" && echo "run-main: plot in $OUT/main.png"
+COMMON=(--arch "$ARCH" --model "$MODEL" "${GRID_ARGS[@]}" --compress-min-bytes 0 --data data/kjv.txt)
+on_shm() { mpiexec --oversubscribe -n $((NODES * RPN)) -x OMP_NUM_THREADS=1 "$TRAIN_GPT" "$@"; }
+on_cluster() {
+  scripts/netns-mpirun.sh --nodes "$NODES" --ranks-per-node "$RPN" --rate "$RATE" --grid "$GRID" -- "$TRAIN_GPT" "$@"
+}
+
+COMPUTE_MS=""
+if [ -z "$WHY" ]; then
+  say "emulated cluster: $NODES nodes x $RPN ranks, grid $GRID (TPxDPxPP): $AXES_LINE"
+  if [ "$RATE" = auto ]; then
+    say "calibration: $CAL_STEPS uncompressed steps over shared memory"
+    on_shm "${COMMON[@]}" --scheme none --steps "$CAL_STEPS" --eval-batches 1 --quiet --sample 0 \
+      --metrics "$OUT/calibration.jsonl" > "$OUT/calibration.log" 2>&1 ||
+      { cat "$OUT/calibration.log" >&2; die "the calibration run failed (log above, $OUT/calibration.log)"; }
+    CAL=$("$PY" scripts/main_job.py rate --metrics "$OUT/calibration.jsonl" --grid "$GRID" --nodes "$NODES" \
+          --ranks-per-node "$RPN") || exit $?
+    grep '^calibration: ' <<< "$CAL" | sed 's/^/run-main: /'
+    COMPUTE_MS=$(sed -n 's/^compute_ms=//p' <<< "$CAL")
+    RATE=$(sed -n 's/^rate=//p' <<< "$CAL")
+    [ -n "$RATE" ] && [ -n "$COMPUTE_MS" ] || die "the calibration printed no rate"
+  fi
+  say "links of $RATE each way"
+  run() { on_cluster "$@"; }
+else
+  say "no emulated cluster ($WHY): running on $((NODES * RPN)) ranks over shared memory, without rate-limited links"
+  run() { on_shm "$@"; }
 fi
+
+train() {  # NAME SCHEME SAMPLE: STEPS steps of SCHEME, metrics in OUT/NAME.jsonl, log in OUT/NAME.log
+  say "training $2: $STEPS steps, model $MODEL ($ARCH)"
+  set +e
+  run "${COMMON[@]}" --scheme "$2" --steps "$STEPS" --eval-every "$EVAL_EVERY" --eval-batches "$EVAL_BATCHES" \
+      --sample "$3" --metrics "$OUT/$1.jsonl" 2>&1 | tee "$OUT/$1.log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  [ "$rc" = 0 ] || { say "training $2 failed (exit $rc; log in $OUT/$1.log)" >&2; exit "$rc"; }
+}
+train main "$SCHEME" 200
+train none none 0
+
+SUMMARY_ARGS=(--scheme "$SCHEME" --metrics "$OUT/main.jsonl" --none "$OUT/none.jsonl")
+if [ -z "$WHY" ]; then
+  SUMMARY_ARGS+=(--rate "$RATE" --axes "grid $GRID, $NODES nodes x $RPN ranks: $AXES_LINE")
+  [ -z "$COMPUTE_MS" ] || SUMMARY_ARGS+=(--compute-ms "$COMPUTE_MS")
+else
+  SUMMARY_ARGS+=(--axes "shared memory, no rate-limited links ($WHY)")
+fi
+"$PY" scripts/main_job.py summary "${SUMMARY_ARGS[@]}" | tee "$OUT/summary.txt"
+if "$PY" -c 'import matplotlib' 2>/dev/null; then
+  "$PY" scripts/plot_metrics.py "$OUT/main.jsonl" "$OUT/none.jsonl" --labels "${SCHEME//,//},none" \
+    -o "$OUT/main.png" >/dev/null
+  echo "summary: plot (loss vs step and vs training time, both runs) in $OUT/main.png" | tee -a "$OUT/summary.txt"
+else
+  echo "summary: no plot (python3-matplotlib is not installed)" | tee -a "$OUT/summary.txt"
+fi
+say "done in $(($(date +%s) - START)) s"

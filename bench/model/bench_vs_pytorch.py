@@ -21,6 +21,17 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+# The presets both programs know (examples/gpt/config.hpp, scripts/reference_gpt.py's PRESETS).
+MODELS = ("tiny", "small", "medium")
+
+
+def run(cmd, env):
+    """Runs cmd; on failure exits naming the command, with the end of its output."""
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        tail = "\n".join((r.stdout + r.stderr).strip().splitlines()[-15:])
+        sys.exit(f"bench_vs_pytorch: {' '.join(cmd)} exited {r.returncode}:\n{tail}")
+    return r.stdout
 
 
 def ours(exe, model, arch, threads, steps, data):
@@ -29,7 +40,7 @@ def ours(exe, model, arch, threads, steps, data):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
     cmd = [exe, "--model", model, "--arch", arch, "--steps", str(steps), "--threads", str(threads), "--data", data,
            "--sample", "0", "--quiet", "--eval-batches", "1", "--metrics", path, "--scheme", "plain"]
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+    run(cmd, env)
     rows = [json.loads(line) for line in open(path)]
     os.unlink(path)
     return statistics.median(r["ms"] for r in rows[2:])
@@ -37,10 +48,12 @@ def ours(exe, model, arch, threads, steps, data):
 
 def pytorch(model, arch, threads, steps, data):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
-    out = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "reference_gpt.py"), "--bench", "--model",
-                          model, "--arch", arch, "--threads", str(threads), "--steps", str(steps), "--data", data],
-                         check=True, env=env, capture_output=True, text=True).stdout
-    return float(re.search(r"median ms/step ([0-9.]+)", out).group(1))
+    out = run(["/usr/bin/python3", os.path.join(ROOT, "scripts", "reference_gpt.py"), "--bench", "--model",
+               model, "--arch", arch, "--threads", str(threads), "--steps", str(steps), "--data", data], env)
+    m = re.search(r"median ms/step ([0-9.]+)", out)
+    if not m:
+        sys.exit(f"bench_vs_pytorch: scripts/reference_gpt.py printed no 'median ms/step': {out.strip()}")
+    return float(m.group(1))
 
 
 def main():
@@ -53,13 +66,25 @@ def main():
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--data", default=os.path.join(ROOT, "data", "kjv.txt"))
     args = ap.parse_args()
+    models = args.models.split(",")
+    for m in models:
+        if m not in MODELS:
+            ap.error(f"--models: unknown preset '{m}' (known to both programs: {', '.join(MODELS)})")
+    try:
+        threads = [int(t) for t in args.threads.split(",")]
+    except ValueError:
+        ap.error(f"--threads '{args.threads}' is not a comma-separated list of counts")
+    if any(t < 1 for t in threads):
+        ap.error("--threads: counts start at 1")
+    if args.steps < 3 or args.repeats < 1:
+        ap.error("--steps must be at least 3 (the median is over steps 3..) and --repeats at least 1")
     if not os.access(args.train_gpt, os.X_OK):
         sys.exit(f"no train_gpt at {args.train_gpt} (build the train_gpt target, or pass --train-gpt)")
     print(f"# {os.uname().nodename}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f} at start")
     print("| model | arch | threads | train_gpt ms/step (runs) | PyTorch ms/step (runs) | PyTorch / ours |")
     print("|---|---|---|---|---|---|")
-    for model in args.models.split(","):
-        for th in (int(t) for t in args.threads.split(",")):
+    for model in models:
+        for th in threads:
             a, b = [], []
             for _ in range(args.repeats):
                 a.append(ours(args.train_gpt, model, args.arch, th, args.steps, args.data))
