@@ -35,6 +35,10 @@ enum class op_kind { allreduce, allgather, reduce_scatter, p2p, broadcast };
 // CUDA ...", "no CUDA device: <cudaGetErrorString>").
 std::string cuda_unavailable();
 
+// Makes device (local_rank mod the device count) this rank's current device, so that ranks
+// sharing a node spread over its GPUs.
+void cuda_select_device(int local_rank);
+
 // A measurement's buffers in device memory: the input (in_n values, kept), the collective's
 // input (in_n) and output (out_n).
 class device_buffers {

@@ -17,6 +17,12 @@ std::string cuda_unavailable() {
   return "no CUDA device: " + why;
 }
 
+void cuda_select_device(int local_rank) {
+  int count = 0;
+  HCOMM_CUDA_CHECK(cudaGetDeviceCount(&count));
+  HCOMM_CUDA_CHECK(cudaSetDevice(local_rank % count));
+}
+
 namespace {
 
 class cuda_buffers final : public device_buffers {

@@ -492,6 +492,14 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    if (a.cuda) {  // ranks on one node spread over its devices
+      MPI_Comm node;
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+      int local = 0;
+      MPI_Comm_rank(node, &local);
+      MPI_Comm_free(&node);
+      collective_tool::cuda_select_device(local);
+    }
     std::vector<std::string> codecs = a.codecs;
     if (!a.scheme.empty()) codecs = {"scheme"};
     if (codecs.empty() && !a.baseline) codecs = {"none"};
