@@ -55,7 +55,8 @@ class host_buffer {
   host_buffer() = default;
   explicit host_buffer(std::size_t bytes) : bytes_(bytes) {
     if (bytes == 0) return;
-    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    // (Not MAP_NORESERVE: a size the machine cannot hold is refused here, as malloc would.)
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       bytes_ = 0;
       hcomm::fail(hcomm::errc::invalid_argument,
