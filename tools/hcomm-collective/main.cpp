@@ -14,8 +14,10 @@
 //
 // --device cuda: the buffers live in device memory and each collective goes through
 // hcomm::cuda_staging (device_cuda.cu), timed with CUDA events. Without CUDA in the build or
-// without a device on some rank, one line says why and every rank exits 3. A failure while measuring prints one line per failing rank and
-// aborts the job with status 1 (MPI_Abort: a rank left waiting in a collective cannot hang).
+// without a device on some rank, one line says why and every rank exits 3.
+//
+// A failure while measuring prints one line per failing rank and aborts the job with status
+// 1 (MPI_Abort: a rank left waiting in a collective cannot hang).
 //
 // Fields: op, codec (or "mpi" for --baseline), scheme (when given), bytes (per rank message),
 // ranks, seconds (median over iterations of the slowest rank), min_seconds, algbw_gbs
@@ -26,8 +28,8 @@
 // null where ranks hold different results), data, threshold, segment, idle_sleep_us and
 // idle_wait_us (asked / resolved), validate (the per-collective cross-rank check, on unless
 // --no-validate), round (0-based, with --rounds N), threads and threads_source (rank 0's
-// host thread count, hcomm::exec::default_threads(), and why), device (cpu or cuda). Written with nlohmann::json,
-// one compact object per line, keys in this order.
+// host thread count, hcomm::exec::default_threads(), and why), device (cpu or cuda).
+// Written with nlohmann::json, one compact object per line, keys in this order.
 #include <mpi.h>
 
 #include <algorithm>
