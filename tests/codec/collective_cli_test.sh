@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # hcomm-collective's command line, run by ctest (see tests/codec/extra.cmake): every bad
-# argument exits 2 with exactly one line on stderr, from rank 0 only (the job runs on 2
-# ranks), naming the option; nothing on stdout; and good arguments still measure.
+# argument exits 2 with exactly one line on stderr, from rank 0 only, naming the option;
+# nothing on stdout; --device cuda without CUDA (or without a device) exits 3 with one line;
+# and good arguments still measure.
 #
-#   collective_cli_test.sh MPIEXEC TOOL
+#   collective_cli_test.sh MPIEXEC TOOL CUDA     # CUDA: ON or OFF, the build's HCOMM_ENABLE_CUDA
 #
-# mpiexec --quiet drops Open MPI's own banner about non-zero exits, so what remains on stderr
-# is the tool's.
+# The tool parses its command line before MPI_Init, so the argument cases run the tool
+# directly (no MPI start-up, milliseconds each: the code rank 0 runs under mpiexec); a few
+# of them, the one that depends on the rank count, and the device check also run on 2 ranks
+# under mpiexec, where only rank 0 may print. mpiexec --quiet drops Open MPI's own banner
+# about non-zero exits, so what remains on stderr is the tool's.
 set -uo pipefail
-MPIEXEC=$1; TOOL=$2
+MPIEXEC=$1; TOOL=$2; CUDA=${3:-OFF}
 WORK=$(mktemp -d) || exit 1
 trap 'rm -rf "$WORK"' EXIT
 cd "$WORK" || exit 1
@@ -19,19 +23,27 @@ mkdir adir
 die() { echo "FAIL: $*" >&2; exit 1; }
 
 n=0
-# expect_usage NAMED ARGS...: exit 2, one "hcomm-collective: " line containing NAMED.
-expect_usage() {
-  local named=$1; shift
+# check_run WANT NAMED LAUNCH... -- ARGS...: exit WANT, one "hcomm-collective: " line
+# containing NAMED, nothing on stdout.
+check_run() {
+  local want=$1 named=$2; shift 2
+  local launch=()
+  while [ "$1" != -- ]; do launch+=("$1"); shift; done
+  shift
   n=$((n + 1))
-  timeout 120 "$MPIEXEC" "${FLAGS[@]}" -n 2 "$TOOL" "$@" > out.txt 2> err.txt
+  timeout 120 "${launch[@]}" "$TOOL" "$@" > out.txt 2> err.txt
   local rc=$?
-  [ $rc = 2 ] || die "$*: exit $rc, expected 2: $(cat err.txt)"
+  [ $rc = "$want" ] || die "${launch[*]} $*: exit $rc, expected $want: $(cat err.txt)"
   [ "$(wc -l < err.txt)" = 1 ] || die "$*: stderr is not one line: $(cat err.txt)"
   grep -q '^hcomm-collective: ' err.txt || die "$*: the line lacks the hcomm-collective: prefix: $(cat err.txt)"
   grep -qF -- "$named" err.txt || die "$*: the message does not name '$named': $(cat err.txt)"
   [ -s out.txt ] && die "$*: wrote to stdout: $(cat out.txt)"
   echo "  $* -> $(cat err.txt)"
 }
+# expect_usage NAMED ARGS...: the tool alone (a singleton): exit 2, the line names NAMED.
+expect_usage() { local named=$1; shift; check_run 2 "$named" env -- "$@"; }
+# expect_usage_np2 NAMED ARGS...: the same on 2 ranks: one line, from rank 0 only.
+expect_usage_np2() { local named=$1; shift; check_run 2 "$named" "$MPIEXEC" "${FLAGS[@]}" -n 2 -- "$@"; }
 
 expect_usage --bytes --bytes 99999999999999999999
 expect_usage --bytes --bytes 18446744073709551616
@@ -45,7 +57,6 @@ expect_usage --bytes --bytes 8G
 expect_usage --bytes --bytes 17179869184K
 expect_usage --bytes --bytes 4M,3
 expect_usage --bytes --bytes
-expect_usage --bytes --op allreduce,reduce_scatter --bytes 4
 expect_usage --iters --iters 0
 expect_usage --iters --iters -1
 expect_usage --iters --iters x
@@ -77,6 +88,51 @@ expect_usage --data --data adir
 expect_usage --data --data random,smooth
 expect_usage --fast --fast
 expect_usage extra --bytes 4K extra
+expect_usage --device --device gpu
+expect_usage --device --device
+expect_usage --iters --device cuda --iters 0
+
+# On 2 ranks: refused before MPI_Init (one line from rank 0), and after it (the rank count).
+expect_usage_np2 --bytes --bytes 0
+expect_usage_np2 --fast --fast
+expect_usage_np2 --codec --codec lz4
+expect_usage_np2 --bytes --op allreduce,reduce_scatter --bytes 4
+
+# --device cuda: "built without CUDA" in a build without it; in a build with it, either a
+# measurement on the device or "no CUDA device: <the runtime's reason>"; exit 3 when it cannot.
+device_run() {  # LAUNCH... -- : --device cuda, exit 0 (measured) or 3 (the reason), checked
+  local launch=()
+  while [ "$1" != -- ]; do launch+=("$1"); shift; done
+  timeout 300 "${launch[@]}" "$TOOL" --device cuda --op allreduce,allgather,reduce_scatter,p2p,broadcast \
+    --codec mpc,zfp:8 --baseline --bytes 64K --iters 1 --warmup 0 --threshold 0 > dev.txt 2> err.txt
+  local rc=$?
+  if [ $rc = 3 ]; then
+    [ "$(wc -l < err.txt)" = 1 ] || die "--device cuda: stderr is not one line: $(cat err.txt)"
+    [ -s dev.txt ] && die "--device cuda: exit 3 but wrote to stdout: $(cat dev.txt)"
+    if [ "$CUDA" = ON ]; then
+      grep -q '^hcomm-collective: --device cuda: \(rank [0-9]*: \)\?no CUDA device: .' err.txt ||
+        die "--device cuda: not a no-device line: $(cat err.txt)"
+    else
+      grep -q '^hcomm-collective: --device cuda: \(rank [0-9]*: \)\?built without CUDA' err.txt ||
+        die "--device cuda: not a built-without-CUDA line: $(cat err.txt)"
+    fi
+    echo "  ${launch[*]} --device cuda -> 3: $(cat err.txt)"
+  elif [ $rc = 0 ] && [ "$CUDA" = ON ]; then
+    python3 - dev.txt <<'EOF' || die "--device cuda JSON: $(cat dev.txt)"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert len(rows) == 15 and all(r["device"] == "cuda" for r in rows), rows
+for r in rows:
+    assert r["identical"] in (True, None), r
+    assert r["rel_error"] < (1e-2 if r["codec"] == "zfp:8" else 1e-6), r
+EOF
+    echo "  ${launch[*]} --device cuda -> measured on the device"
+  else
+    die "--device cuda: exit $rc (CUDA=$CUDA): $(cat err.txt)"
+  fi
+}
+device_run env --
+device_run "$MPIEXEC" "${FLAGS[@]}" -n 2 --
 
 # Good arguments: one JSON line per measurement, the options' values in it.
 timeout 300 "$MPIEXEC" "${FLAGS[@]}" -n 2 "$TOOL" --op allreduce,reduce_scatter --codec mpc,zfp:8 --baseline \
@@ -89,16 +145,24 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 keys = ["op", "codec", "bytes", "ranks", "iters", "seconds", "min_seconds", "algbw_gbs", "wire_bytes", "raw_bytes",
         "ratio", "max_error", "rel_error", "codec_seconds", "identical", "data", "threshold", "segment",
-        "idle_sleep_us", "idle_wait_us", "validate", "round", "threads", "threads_source"]
+        "idle_sleep_us", "idle_wait_us", "validate", "round", "threads", "threads_source", "device"]
 for r in rows:
     assert list(r) == keys, list(r)
     assert r["ranks"] == 2 and r["iters"] == 1 and r["threshold"] == 0 and r["segment"] == 16384, r
     assert r["bytes"] in (65536, 8) and r["idle_sleep_us"] == -1 and r["validate"] is True, r
-assert {r["codec"] for r in rows} == {"mpc", "zfp:8", "mpi"}
+    assert r["device"] == "cpu", r
+assert {r["codec"] for r in rows} == {"mpc:0", "zfp:8", "mpi"}  # canonical names (to_string)
 assert {r["op"] for r in rows} == {"allreduce", "reduce_scatter"}
 EOF
 # --help: printed once (by rank 0), exit 0.
 timeout 120 "$MPIEXEC" "${FLAGS[@]}" -n 2 "$TOOL" --help > help.txt 2> err.txt || die "--help: exit $?"
 [ "$(grep -c '^Usage:' help.txt)" = 1 ] || die "--help not printed once: $(cat help.txt)"
 grep -q -- '--idle-sleep-us' help.txt || die "--help lacks --idle-sleep-us"
-echo "ok: $n bad command lines rejected with one line from rank 0; good ones measure"
+grep -q -- '--device' help.txt || die "--help lacks --device"
+grep -q -- '3 --device cuda without a usable CUDA device' help.txt || die "--help lacks exit status 3"
+# A codec typed without its parameter is reported by its canonical name.
+timeout 120 "$MPIEXEC" "${FLAGS[@]}" -n 2 "$TOOL" --codec int8,bf16 --bytes 4K --iters 1 --warmup 0 --threshold 0 \
+  > names.txt 2> err.txt || die "int8,bf16: exit $?: $(cat err.txt)"
+python3 -c 'import json,sys; c=[json.loads(l)["codec"] for l in open(sys.argv[1])]; sys.exit(c != ["int8:256", "bf16"])' \
+  names.txt || die "codec names: $(cat names.txt)"
+echo "ok: $n bad command lines rejected with one line from rank 0; --device cuda checked; good ones measure"

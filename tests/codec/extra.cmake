@@ -2,12 +2,13 @@
 # tests/codec/CMakeLists.txt. Each block has an owner; add new blocks, do not edit others.
 
 # ===== BEGIN tools/fuzz block: hcomm-codec CLI tests, decoder fuzzing =====================
-# CLI: round trips (cmp for lossless codecs), stats JSON, bad inputs. Codecs not registered
-# in this build report "skipped" (exit 77), not "passed".
+# CLI: round trips (cmp for lossless codecs, error bounds for the lossy ones: ZFP, bf16,
+# int8), stats JSON, bad inputs, --device cuda. Codecs not registered in this build report
+# "skipped" (exit 77), not "passed".
 if(TARGET hcomm-codec)
   set(_cli ${CMAKE_CURRENT_SOURCE_DIR}/cli_test.sh)
   foreach(dt f32 f64)
-    foreach(codec none mpc mpc:1 mpc:4 zfp:4 zfp:8 zfp:16)
+    foreach(codec none mpc mpc:1 mpc:4 zfp:4 zfp:8 zfp:16 bf16 int8 int8:64)
       string(REPLACE ":" "_" _cn ${codec})
       add_test(NAME codec_cli_roundtrip_${_cn}_${dt}
                COMMAND bash ${_cli} $<TARGET_FILE:hcomm-codec> ${CMAKE_CURRENT_BINARY_DIR}/cli/rt_${_cn}_${dt}
@@ -29,14 +30,29 @@ if(TARGET hcomm-codec)
            COMMAND bash ${_cli} $<TARGET_FILE:hcomm-codec> ${CMAKE_CURRENT_BINARY_DIR}/cli/huge huge
                    $<TARGET_FILE:codec_frame_edit>)
   set_tests_properties(codec_cli_huge_count PROPERTIES LABELS "codec;cli" TIMEOUT 300)
+  # --device cuda: exit 3 and one line without CUDA or a device; the host's bytes with a GPU.
+  if(HCOMM_ENABLE_CUDA)
+    set(_cuda ON)
+  else()
+    set(_cuda OFF)
+  endif()
+  add_test(NAME codec_cli_device
+           COMMAND bash ${_cli} $<TARGET_FILE:hcomm-codec> ${CMAKE_CURRENT_BINARY_DIR}/cli/device device ${_cuda})
+  set_tests_properties(codec_cli_device PROPERTIES LABELS "codec;cli" TIMEOUT 300)
 endif()
 
-# hcomm-collective's command line: every bad argument exits 2 with one line from rank 0.
+# hcomm-collective's command line: every bad argument exits 2 with one line from rank 0;
+# --device cuda exits 3 with one line without CUDA or a device.
 if(TARGET hcomm-collective AND MPIEXEC_EXECUTABLE)
+  if(HCOMM_ENABLE_CUDA)
+    set(_cuda ON)
+  else()
+    set(_cuda OFF)
+  endif()
   add_test(NAME codec_cli_collective_bad_args
            COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/collective_cli_test.sh ${MPIEXEC_EXECUTABLE}
-                   $<TARGET_FILE:hcomm-collective>)
-  set_tests_properties(codec_cli_collective_bad_args PROPERTIES LABELS "cli;mpi" TIMEOUT 600
+                   $<TARGET_FILE:hcomm-collective> ${_cuda})
+  set_tests_properties(codec_cli_collective_bad_args PROPERTIES LABELS "cli;mpi" TIMEOUT 300
                        ENVIRONMENT "OMP_NUM_THREADS=1")
 endif()
 

@@ -10,12 +10,21 @@
 // count only after hcomm::codec::validate_frame has bounded that count by the payload (the
 // codec's largest possible ratio) and by --max-output (default 1T bytes).
 //
+// --device cuda runs the codec on the CUDA executor with device buffers (device_cuda.cu; the
+// frames are the bytes the host writes); stats then times the kernels with CUDA events.
+//
 // Exit status: 0 success; 1 bad data, bad frame or I/O failure; 2 bad command line (an
 // unknown command or option, a missing or out-of-range value, a codec this build cannot
-// code, an IN that does not exist, is a directory or cannot be opened). Every failure prints
-// exactly one line, starting "hcomm-codec: ", on stderr. Output files are written to a
-// temporary file next to OUT and renamed into place, so a failed run never leaves a partial
-// OUT nor destroys an existing one.
+// code, an IN that does not exist, is a directory or cannot be opened); 3 --device cuda in a
+// build without CUDA ("built without CUDA ...") or without a usable device ("no CUDA device:
+// <the CUDA runtime's reason>"). Every failure prints exactly one line, starting
+// "hcomm-codec: ", on stderr. Output files are written to a temporary file next to OUT and
+// renamed into place, so a failed run never leaves a partial OUT nor destroys an existing
+// one; --fsync flushes OUT to disk before the rename.
+//
+// Files and buffers (io.hpp): IN is mapped, not copied; the output is built in place in one
+// uninitialised buffer and written from there, so a run costs its kernel plus about what
+// `cat IN > OUT` costs.
 //
 // stats JSON fields (errors compare the decoded array with the input):
 //   codec, param, dtype, checksum, threads, threads_source (--threads, or why the default is
@@ -29,7 +38,7 @@
 //   output is non-finite and they differ in kind: NaN vs NaN, +Inf, -Inf),
 //   finite_to_nonfinite (finite inputs decoded as NaN/Inf: ZFP's fixed rate can round values
 //   near the type's maximum to Inf, as libzfp does). The error statistics use only the
-//   positions where both input and output are finite.
+//   positions where both input and output are finite. device: cpu or cuda.
 #include <bit>
 #include <cerrno>
 #include <chrono>
@@ -53,7 +62,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.hpp"
+#include "device.hpp"
 #include "hcomm/codec/codec.hpp"
+#include "io.hpp"
 
 static_assert(std::endian::native == std::endian::little,
               "hcomm-codec reads and writes little-endian arrays: add byte swapping for this machine");
@@ -68,7 +79,14 @@ struct usage_error {
   std::string what;
 };
 
-[[noreturn]] void io_fail(const std::string& m) { hcomm::fail(errc::io_failure, m); }
+using codec_tool::host_buffer;
+using codec_tool::input_file;
+using codec_tool::io_fail;
+
+// --device names a device this run cannot use (exit codec_tool::exit_no_device).
+struct device_error {
+  std::string what;
+};
 
 struct options {
   std::string command;
@@ -78,6 +96,8 @@ struct options {
   int threads = 0;
   int reps = 3;
   std::uint64_t max_output = hc::default_max_output_bytes;
+  bool cuda = false;   // --device cuda
+  bool fsync = false;  // --fsync
   std::vector<std::string> files;
 };
 
@@ -110,13 +130,14 @@ std::string unreadable(const std::string& path) {
 // usage_error with one line; prints the help and exits 0 for -h/--help.
 options parse_args(int argc, char** argv) {
   options o;
-  std::string codec, type, in, out;
+  std::string codec, type, in, out, device = "cpu";
   bool no_checksum = false;
   CLI::App app{"Compress, decompress and measure raw little-endian float arrays with hcomm's codecs.",
                "hcomm-codec"};
   app.footer(
       "Run 'hcomm-codec COMMAND --help' for a command's options.\n"
-      "exit status: 0 ok, 1 bad data/frame/I-O, 2 bad command line (one line on stderr)");
+      "exit status: 0 ok, 1 bad data/frame/I-O, 2 bad command line, 3 --device cuda without a usable CUDA\n"
+      "device or in a build without CUDA (one line on stderr)");
   app.require_subcommand(1);
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one counts
   CLI::App* compress =
@@ -125,7 +146,9 @@ options parse_args(int argc, char** argv) {
       app.add_subcommand("decompress", "IN (an hcomm frame) -> OUT (default IN without .hcf, else IN.raw)");
   CLI::App* stats = app.add_subcommand("stats", "compress + decompress IN in memory, print one JSON object");
   for (CLI::App* sub : {compress, decompress, stats}) {
-    sub->footer("exit status: 0 ok, 1 bad data/frame/I-O, 2 bad command line (one line on stderr)");
+    sub->footer(
+        "exit status: 0 ok, 1 bad data/frame/I-O, 2 bad command line, 3 --device cuda without a usable CUDA\n"
+        "device or in a build without CUDA (one line on stderr)");
     const bool check_only = sub == decompress;
     auto* c = sub->add_option("--codec", codec, check_only ? "a check: the frame's codec (and parameter, if given)"
                                                            : "the codec and its parameter")
@@ -141,6 +164,12 @@ options parse_args(int argc, char** argv) {
                     "host threads (default: OMP_NUM_THREADS, else this process's CPUs / the ranks on this "
                     "host sharing them)")
         ->transform(tools::whole_number(1, 4096));
+    sub->add_option("--device", device,
+                    "where the codec runs: cpu (default) or cuda (the CUDA executor, device buffers; stats times "
+                    "the kernels with CUDA events)")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
+    if (sub != stats)
+      sub->add_flag("--fsync", o.fsync, "flush OUT to disk before renaming it into place (default: as cat does, not)");
     sub->add_option("IN", in, check_only ? "an hcomm frame" : "raw little-endian values")->required();
   }
   compress->add_option("OUT", out, "the frame (default IN.hcf)");
@@ -171,92 +200,13 @@ options parse_args(int argc, char** argv) {
   if (!codec.empty()) o.codec = codec;
   if (!type.empty()) o.type = type == "f64" ? dtype::f64 : dtype::f32;
   o.checksum = !no_checksum;
+  o.cuda = device == "cuda";
   o.files.push_back(in);
   if (!out.empty()) o.files.push_back(out);
   return o;
 }
 
-// ---- files ---------------------------------------------------------------------------------
-
-struct fd_guard {
-  int fd = -1;
-  ~fd_guard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
-// Reads a whole file into storage of elements of type T (which must divide its size).
-template <class T>
-std::vector<T> read_file_as(const std::string& path, std::string_view what_t = "byte") {
-  fd_guard f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) io_fail("cannot open " + path + ": " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) io_fail("cannot stat " + path + ": " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) io_fail(path + " is a directory");
-  std::vector<unsigned char> bytes;
-  if (S_ISREG(st.st_mode)) bytes.reserve(static_cast<std::size_t>(st.st_size));
-  // Read until EOF (not just st_size bytes) so pipes and growing files work too.
-  std::size_t used = 0;
-  for (;;) {
-    if (bytes.size() - used < (1u << 16)) bytes.resize(std::max<std::size_t>(used + (1u << 16), bytes.capacity()));
-    const ssize_t r = ::read(f.fd, bytes.data() + used, bytes.size() - used);
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      io_fail("cannot read " + path + ": " + std::strerror(errno));
-    }
-    if (r == 0) break;
-    used += static_cast<std::size_t>(r);
-  }
-  if (used % sizeof(T) != 0)
-    hcomm::fail(errc::invalid_argument, path + " has " + std::to_string(used) + " bytes, not a multiple of " +
-                                            std::to_string(sizeof(T)) + " (" + std::string(what_t) + ")");
-  std::vector<T> out(used / sizeof(T));
-  if (used) std::memcpy(out.data(), bytes.data(), used);
-  return out;
-}
-
-// Writes to a temporary file beside `path`, flushes it to disk and renames it over `path`.
-void write_file_atomic(const std::string& path, const void* data, std::size_t n) {
-  std::string tmp = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) io_fail("cannot create a temporary file for " + path + ": " + std::strerror(errno));
-  bool ok = false;
-  std::string err;
-  {
-    fd_guard g{fd};
-    const mode_t mask = ::umask(0);  // mkstemp creates 0600; give OUT the usual 0666 & ~umask
-    ::umask(mask);
-    (void)::fchmod(fd, 0666 & ~mask);
-    const auto* p = static_cast<const unsigned char*>(data);
-    std::size_t done = 0;
-    while (done < n) {
-      const ssize_t w = ::write(fd, p + done, n - done);
-      if (w < 0) {
-        if (errno == EINTR) continue;
-        err = std::strerror(errno);
-        break;
-      }
-      done += static_cast<std::size_t>(w);
-    }
-    if (done == n) {
-      if (::fsync(fd) != 0) err = std::strerror(errno);
-      else ok = true;
-    }
-    g.fd = -1;
-    if (::close(fd) != 0 && ok) {
-      ok = false;
-      err = std::strerror(errno);
-    }
-  }
-  if (ok && ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ok = false;
-    err = std::strerror(errno);
-  }
-  if (!ok) {
-    ::unlink(tmp.c_str());
-    io_fail("cannot write " + path + ": " + err);
-  }
-}
+// ---- files: io.hpp ------------------------------------------------------------------------
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -264,10 +214,10 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 // ---- commands ------------------------------------------------------------------------------
 
-hc::engine<> make_engine(const options& o) {
-  hcomm::exec::host ex;
+hc::engine<codec_tool::host_executor> make_engine(const options& o) {
+  codec_tool::host_executor ex;
   ex.threads = o.threads;
-  return hc::engine<>(ex);
+  return hc::engine<codec_tool::host_executor>(ex);
 }
 
 int threads_used(const options& o) {
@@ -276,20 +226,38 @@ int threads_used(const options& o) {
   return ex.effective_threads();
 }
 
+// The input's values: IN's bytes, which must be whole values of T.
+template <class T>
+std::size_t count_of(const input_file& f, const std::string& path, dtype t) {
+  if (f.size() % sizeof(T) != 0)
+    hcomm::fail(errc::invalid_argument, path + " has " + std::to_string(f.size()) + " bytes, not a multiple of " +
+                                            std::to_string(sizeof(T)) + " (" + std::string(hcomm::to_string(t)) + ")");
+  return f.size() / sizeof(T);
+}
+
+// Compresses IN straight from its mapping into one uninitialised buffer of the frame bound
+// (only the pages the frame uses are touched), written to OUT from there.
 template <class T>
 int do_compress(const options& o, const hc::config& cfg) {
   const std::string& in = o.files[0];
   const std::string out = o.files.size() > 1 ? o.files[1] : in + ".hcf";
-  const std::vector<T> x = read_file_as<T>(in, hcomm::to_string(cfg.type));
-  auto eng = make_engine(o);
-  const std::vector<std::byte> frame = eng.compress(cfg, std::span<const T>(x));
-  write_file_atomic(out, frame.data(), frame.size());
+  const input_file x(in);
+  const std::size_t n = count_of<T>(x, in, cfg.type);
+  const std::size_t bound = hc::max_frame_bytes(cfg, n);
+  host_buffer frame(bound);
+  std::size_t used = 0;
+  if (o.cuda) {
+    used = codec_tool::cuda_compress(cfg, x.data(), n, frame.data(), bound);
+  } else {
+    auto eng = make_engine(o);
+    used = eng.compress(cfg, x.data(), n, frame.data(), bound);
+  }
+  codec_tool::write_file_atomic(out, frame.data(), used, o.fsync);
   return 0;
 }
 
 template <class T>
-int decode_and_write(const options& o, const std::vector<unsigned char>& frame, const hc::frame_info& info,
-                     const std::string& out) {
+int decode_and_write(const options& o, const input_file& frame, const hc::frame_info& info, const std::string& out) {
   // The count is trusted only once validate_frame has bounded it by the payload and by
   // --max-output, so a forged count is a corrupt frame, not an allocation.
   try {
@@ -300,16 +268,20 @@ int decode_and_write(const options& o, const std::vector<unsigned char>& frame, 
   }
   const auto n = static_cast<std::size_t>(info.count);
   // Uninitialised storage: no page is touched before the engine has validated the payload.
-  std::unique_ptr<T[]> y;
+  host_buffer y;
   try {
-    y.reset(new T[n == 0 ? 1 : n]);
-  } catch (const std::bad_alloc&) {
+    y = host_buffer(n * sizeof(T));
+  } catch (const hcomm::error&) {
     hcomm::fail(errc::invalid_argument,
                 "cannot allocate " + std::to_string(info.count * sizeof(T)) + " bytes for the decoded values");
   }
-  auto eng = make_engine(o);
-  eng.decompress(frame.data(), frame.size(), y.get(), n, hcomm::dtype_of<T>);
-  write_file_atomic(out, y.get(), n * sizeof(T));
+  if (o.cuda) {
+    codec_tool::cuda_decompress(frame.data(), frame.size(), y.data(), n, hcomm::dtype_of<T>);
+  } else {
+    auto eng = make_engine(o);
+    eng.decompress(frame.data(), frame.size(), y.data(), n, hcomm::dtype_of<T>);
+  }
+  codec_tool::write_file_atomic(out, y.data(), n * sizeof(T), o.fsync);
   return 0;
 }
 
@@ -319,7 +291,7 @@ int do_decompress(const options& o) {
   if (o.files.size() > 1) out = o.files[1];
   else if (ends_with(in, ".hcf") && in.size() > 4) out = in.substr(0, in.size() - 4);
   else out = in + ".raw";
-  const std::vector<unsigned char> frame = read_file_as<unsigned char>(in);
+  const input_file frame(in);
   const hc::frame_info info = hc::read_header(frame.data(), frame.size());
   if (o.type && *o.type != info.type)
     hcomm::fail(errc::mismatch, in + " holds " + std::string(hcomm::to_string(info.type)) + ", --dtype says " +
@@ -339,27 +311,32 @@ int do_decompress(const options& o) {
 template <class T>
 int do_stats(const options& o, const hc::config& cfg) {
   using clock = std::chrono::steady_clock;
-  const std::vector<T> x = read_file_as<T>(o.files[0], hcomm::to_string(cfg.type));
-  const std::size_t n = x.size();
+  const input_file in(o.files[0]);
+  const std::size_t n = count_of<T>(in, o.files[0], cfg.type);
+  const T* x = reinterpret_cast<const T*>(in.data());
   const double raw_bytes = static_cast<double>(n * sizeof(T));
-  auto eng = make_engine(o);
-  eng.reserve(cfg, n);
-  std::vector<std::byte> frame(hc::max_frame_bytes(cfg, n));
+  host_buffer frame(hc::max_frame_bytes(cfg, n)), decoded(n * sizeof(T));
+  T* y = reinterpret_cast<T*>(decoded.data());
   std::size_t frame_bytes = 0;
   double best_c = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < o.reps; ++r) {
-    const auto t0 = clock::now();
-    frame_bytes = eng.compress(cfg, x.data(), n, frame.data(), frame.size());
-    const std::chrono::duration<double> dt = clock::now() - t0;
-    best_c = std::min(best_c, dt.count());
-  }
-  std::vector<T> y(n);
   double best_d = std::numeric_limits<double>::infinity();
-  for (int r = 0; r < o.reps; ++r) {
-    const auto t0 = clock::now();
-    eng.decompress(frame.data(), frame_bytes, y.data(), n, cfg.type);
-    const std::chrono::duration<double> dt = clock::now() - t0;
-    best_d = std::min(best_d, dt.count());
+  if (o.cuda) {
+    frame_bytes = codec_tool::cuda_round_trip(cfg, x, n, y, o.reps, &best_c, &best_d);
+  } else {
+    auto eng = make_engine(o);
+    eng.reserve(cfg, n);
+    for (int r = 0; r < o.reps; ++r) {
+      const auto t0 = clock::now();
+      frame_bytes = eng.compress(cfg, x, n, frame.data(), frame.size());
+      const std::chrono::duration<double> dt = clock::now() - t0;
+      best_c = std::min(best_c, dt.count());
+    }
+    for (int r = 0; r < o.reps; ++r) {
+      const auto t0 = clock::now();
+      eng.decompress(frame.data(), frame_bytes, y, n, cfg.type);
+      const std::chrono::duration<double> dt = clock::now() - t0;
+      best_d = std::min(best_d, dt.count());
+    }
   }
 
   std::size_t nonfinite = 0, mismatch = 0, became_nonfinite = 0, finite_pairs = 0;
@@ -384,7 +361,7 @@ int do_stats(const options& o, const hc::config& cfg) {
       if (fa) ++became_nonfinite;  // e.g. ZFP's fixed rate rounding a value near the maximum to Inf
     }
   }
-  const bool bit_exact = n == 0 || std::memcmp(x.data(), y.data(), n * sizeof(T)) == 0;
+  const bool bit_exact = n == 0 || std::memcmp(x, y, n * sizeof(T)) == 0;
   const double rmse = finite_pairs ? std::sqrt(sum_sq / static_cast<double>(finite_pairs)) : 0.0;
   const double range = hi > lo ? hi - lo : 0.0;
   const double nrmse = range > 0 ? rmse / range : std::numeric_limits<double>::quiet_NaN();
@@ -414,6 +391,7 @@ int do_stats(const options& o, const hc::config& cfg) {
   j["nonfinite"] = nonfinite;
   j["nonfinite_mismatch"] = mismatch;
   j["finite_to_nonfinite"] = became_nonfinite;
+  j["device"] = o.cuda ? "cuda" : "cpu";
   const std::string line = j.dump() + "\n";
   std::fputs(line.c_str(), stdout);
   if (std::fflush(stdout) != 0) io_fail(std::string("cannot write to stdout: ") + std::strerror(errno));
@@ -421,6 +399,8 @@ int do_stats(const options& o, const hc::config& cfg) {
 }
 
 int run(const options& o) {
+  if (o.cuda)
+    if (std::string why = codec_tool::cuda_unavailable(); !why.empty()) throw device_error{"--device cuda: " + why};
   if (o.command == "decompress") return do_decompress(o);
   const hc::config cfg = hc::parse_config(*o.codec, *o.type, o.checksum);
   if (o.command == "compress")
@@ -442,6 +422,9 @@ int main(int argc, char** argv) {
   }
   try {
     return run(o);
+  } catch (const device_error& e) {
+    say(e.what);
+    return codec_tool::exit_no_device;
   } catch (const hcomm::error& e) {
     std::string m = e.what();
     if (m.rfind("hcomm: ", 0) == 0) m.erase(0, 7);  // "hcomm-codec: corrupt_frame: ..."

@@ -7,10 +7,17 @@
 //   mpirun -n 2 hcomm-collective                                            # quick default sweep
 //
 // The command line is parsed by CLI11 (typed, range-checked options, generated --help) on
-// every rank before any MPI communication; the parse depends only on the arguments and the
-// rank count, so all ranks agree: on a bad argument rank 0 prints one line, every rank calls
-// MPI_Finalize and exits 2. A failure while measuring prints one line per failing rank and
-// aborts the job with status 1 (MPI_Abort: a rank left waiting in a collective cannot hang).
+// every rank before MPI_Init; the parse depends only on the arguments, so all ranks agree: on
+// a bad argument rank 0 (as the launcher numbers it) prints one line and every rank exits 2
+// without starting MPI. What depends on the rank count (reduce_scatter's least size) is
+// checked right after MPI_Init, before any communication, with the same outcome.
+//
+// --device cuda: the buffers live in device memory and each collective goes through
+// hcomm::cuda_staging (device_cuda.cu), timed with CUDA events. Without CUDA in the build or
+// without a device on some rank, one line says why and every rank exits 3.
+//
+// A failure while measuring prints one line per failing rank and aborts the job with status
+// 1 (MPI_Abort: a rank left waiting in a collective cannot hang).
 //
 // Fields: op, codec (or "mpi" for --baseline), scheme (when given), bytes (per rank message),
 // ranks, seconds (median over iterations of the slowest rank), min_seconds, algbw_gbs
@@ -21,8 +28,8 @@
 // null where ranks hold different results), data, threshold, segment, idle_sleep_us and
 // idle_wait_us (asked / resolved), validate (the per-collective cross-rank check, on unless
 // --no-validate), round (0-based, with --rounds N), threads and threads_source (rank 0's
-// host thread count, hcomm::exec::default_threads(), and why). Written with nlohmann::json,
-// one compact object per line, keys in this order.
+// host thread count, hcomm::exec::default_threads(), and why), device (cpu or cuda).
+// Written with nlohmann::json, one compact object per line, keys in this order.
 #include <mpi.h>
 
 #include <algorithm>
@@ -38,9 +45,13 @@
 #include <nlohmann/json.hpp>
 
 #include "common/cli.hpp"
+#include "device.hpp"
 #include "hcomm/hcomm.hpp"
 
 namespace {
+
+using collective_tool::host_ops;
+using collective_tool::op_kind;
 
 struct args {
   std::vector<std::string> ops;
@@ -54,7 +65,77 @@ struct args {
   bool checksum = true;
   bool validate = true;  // comm_options::validate: the per-collective cross-rank check
   int idle_sleep_us = -1;  // auto (comm_options::idle_auto)
+  bool cuda = false;       // --device cuda: device buffers through hcomm::cuda_staging
 };
+
+// The collectives of an hcomm communicator, and MPI's own (the baseline), as host_ops.
+struct hcomm_ops final : host_ops {
+  hcomm::runtime_communicator& c;
+  explicit hcomm_ops(hcomm::runtime_communicator& comm) : c(comm) {}
+  int rank() const override { return c.rank(); }
+  int size() const override { return c.size(); }
+  void allreduce(std::span<float> d) override { c.allreduce(d); }
+  void allgather(std::span<const float> in, std::span<float> out) override { c.allgather(in, out); }
+  void reduce_scatter(std::span<const float> in, std::span<float> out) override { c.reduce_scatter(in, out); }
+  void broadcast(std::span<float> d, int root) override { c.broadcast(d, root); }
+  void send(std::span<const float> d, int peer, int tag) override { c.send(d, peer, tag); }
+  void recv(std::span<float> d, int peer, int tag) override { c.recv(d, peer, tag); }
+};
+struct mpi_ops final : host_ops {
+  int r = 0, p = 1;
+  mpi_ops() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+  }
+  static int count(std::size_t n) { return static_cast<int>(n); }
+  int rank() const override { return r; }
+  int size() const override { return p; }
+  void allreduce(std::span<float> d) override {
+    MPI_Allreduce(MPI_IN_PLACE, d.data(), count(d.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  }
+  void allgather(std::span<const float> in, std::span<float> out) override {
+    MPI_Allgather(in.data(), count(in.size()), MPI_FLOAT, out.data(), count(in.size()), MPI_FLOAT, MPI_COMM_WORLD);
+  }
+  void reduce_scatter(std::span<const float> in, std::span<float> out) override {
+    MPI_Reduce_scatter_block(in.data(), out.data(), count(out.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  }
+  void broadcast(std::span<float> d, int root) override {
+    MPI_Bcast(d.data(), count(d.size()), MPI_FLOAT, root, MPI_COMM_WORLD);
+  }
+  void send(std::span<const float> d, int peer, int tag) override {
+    MPI_Send(d.data(), count(d.size()), MPI_FLOAT, peer, tag, MPI_COMM_WORLD);
+  }
+  void recv(std::span<float> d, int peer, int tag) override {
+    MPI_Recv(d.data(), count(d.size()), MPI_FLOAT, peer, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+};
+
+op_kind op_of(const std::string& op) {
+  if (op == "allreduce") return op_kind::allreduce;
+  if (op == "allgather") return op_kind::allgather;
+  if (op == "reduce_scatter") return op_kind::reduce_scatter;
+  if (op == "p2p") return op_kind::p2p;
+  if (op == "broadcast") return op_kind::broadcast;
+  hcomm::fail(hcomm::errc::invalid_argument, "unknown --op '" + op + "'");
+}
+
+// One collective on host buffers: in (in_n values) and out (out_n); n values per rank.
+void run_host(host_ops& c, op_kind op, std::vector<float>& in, std::vector<float>& out, std::size_t n) {
+  switch (op) {
+    case op_kind::allreduce: c.allreduce(std::span<float>(in.data(), n)); break;
+    case op_kind::allgather: c.allgather(std::span<const float>(in.data(), n), std::span<float>(out)); break;
+    case op_kind::reduce_scatter: c.reduce_scatter(std::span<const float>(in), std::span<float>(out)); break;
+    case op_kind::broadcast: c.broadcast(std::span<float>(in.data(), n), 0); break;  // from rank 0
+    case op_kind::p2p: {
+      const int peer = c.rank() ^ 1;
+      if (peer < c.size()) {
+        if (c.rank() % 2 == 0) c.send(std::span<const float>(in.data(), n), peer, 5);
+        else c.recv(std::span<float>(out.data(), n), peer, 5);
+      }
+      break;
+    }
+  }
+}
 
 // Every rank's input is a function of (rank, index), so every rank can compute the reference.
 float value(const std::string& kind, int rank, std::size_t i) {
@@ -99,6 +180,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     codec_name = hcomm::codec::to_string(cfg);
   } else if (!base) {
     cfg = hcomm::codec::parse_config(codec);
+    codec_name = hcomm::codec::to_string(cfg);  // canonical: int8 -> int8:256
   }
   hcomm::runtime_communicator comm(MPI_COMM_WORLD, cfg, opt, ef);
 
@@ -112,45 +194,31 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
   std::vector<float> input(in_n), in(in_n), out(out_n);
   for (std::size_t i = 0; i < in_n; ++i) input[i] = value(a.data, rank, i);
 
+  hcomm_ops hops(comm);
+  mpi_ops mops;
+  host_ops& ops = base ? static_cast<host_ops&>(mops) : static_cast<host_ops&>(hops);
+  const op_kind kind = op_of(op);
+  std::unique_ptr<collective_tool::device_buffers> dev;
+  if (a.cuda) dev = collective_tool::make_cuda_buffers(input.data(), in_n, out_n);
+
   result res;
   for (int it = -a.warmup; it < a.iters; ++it) {
-    std::memcpy(in.data(), input.data(), in_n * sizeof(float));
+    if (dev) dev->reset();
+    else std::memcpy(in.data(), input.data(), in_n * sizeof(float));
     comm.reset_stats();
     MPI_Barrier(MPI_COMM_WORLD);
-    const double t0 = MPI_Wtime();
-    if (op == "allreduce") {
-      if (base) MPI_Allreduce(MPI_IN_PLACE, in.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      else comm.allreduce(std::span<float>(in));
-    } else if (op == "allgather") {
-      if (base)
-        MPI_Allgather(in.data(), static_cast<int>(n), MPI_FLOAT, out.data(), static_cast<int>(n), MPI_FLOAT,
-                      MPI_COMM_WORLD);
-      else comm.allgather(std::span<const float>(in), std::span<float>(out));
-    } else if (op == "reduce_scatter") {
-      if (base)
-        MPI_Reduce_scatter_block(in.data(), out.data(), static_cast<int>(out_n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-      else comm.reduce_scatter(std::span<const float>(in), std::span<float>(out));
-    } else if (op == "p2p") {  // pairs (0,1), (2,3), ...: even sends, odd receives
-      const int peer = rank ^ 1;
-      if (peer < p) {
-        if (rank % 2 == 0) {
-          if (base) MPI_Send(in.data(), static_cast<int>(n), MPI_FLOAT, peer, 5, MPI_COMM_WORLD);
-          else comm.send(std::span<const float>(in), peer, 5);
-        } else {
-          if (base) MPI_Recv(out.data(), static_cast<int>(n), MPI_FLOAT, peer, 5, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-          else comm.recv(std::span<float>(out), peer, 5);
-        }
-      }
-    } else if (op == "broadcast") {  // from rank 0
-      if (base) MPI_Bcast(in.data(), static_cast<int>(n), MPI_FLOAT, 0, MPI_COMM_WORLD);
-      else comm.broadcast(std::span<float>(in), 0);
+    double dt = 0;
+    if (dev) {
+      dt = dev->run(ops, kind, n);  // CUDA events around the staged collective
     } else {
-      hcomm::fail(hcomm::errc::invalid_argument, "unknown --op '" + op + "'");
+      const double t0 = MPI_Wtime();
+      run_host(ops, kind, in, out, n);
+      dt = MPI_Wtime() - t0;
     }
-    double dt = MPI_Wtime() - t0;
     MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (it >= 0) res.times.push_back(dt);
   }
+  if (dev) dev->fetch(in.data(), out.data());
   // Bytes on the wire of the last iteration, summed over ranks.
   const auto st = comm.stats();
   std::uint64_t wr[2] = {st.wire_bytes, st.raw_bytes};
@@ -254,6 +322,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     j["round"] = round;
     j["threads"] = hcomm::exec::default_threads();
     j["threads_source"] = hcomm::exec::threads_source();
+    j["device"] = a.cuda ? "cuda" : "cpu";
     std::fputs((j.dump() + "\n").c_str(), stdout);
     std::fflush(stdout);
   }
@@ -291,9 +360,19 @@ CLI::Validator scheme_spec() {
       "NAME");
 }
 
-// Parses the command line (the same on every rank: it reads nothing but argv and the rank
-// count). Returns false after --help (printed by rank 0); throws usage_error with one line.
-bool parse_args(int argc, char** argv, int rank, int p, args& a) {
+// This process's rank as the launcher announces it before MPI_Init (Open MPI, PMIx, MPICH's
+// Hydra and PMI, MVAPICH, Slurm), so that the command line can be refused before MPI starts,
+// by rank 0 alone; 0 when run without a launcher (a singleton). Under a launcher not listed
+// here every rank counts as rank 0: each prints the line.
+int launcher_rank() {
+  for (const char* v : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID"})
+    if (const char* s = std::getenv(v); s != nullptr && *s != '\0') return std::atoi(s);
+  return 0;
+}
+
+// Parses the command line (the same on every rank: it reads nothing but argv), before
+// MPI_Init. Returns false after --help (printed by rank 0); throws usage_error with one line.
+bool parse_args(int argc, char** argv, int rank, args& a) {
   CLI::App app{"Measure hcomm's compressed collectives (and MPI's own) under mpirun; one JSON object per "
                "measurement on stdout.",
                "hcomm-collective"};
@@ -302,7 +381,10 @@ bool parse_args(int argc, char** argv, int rank, int p, args& a) {
       "Sizes are bytes per rank with an optional K, M, G suffix (powers of 1024); messages are float32, so\n"
       "--bytes must be a multiple of 4, and reduce_scatter needs at least 4 bytes per rank (it reduces\n"
       "the largest multiple of RANKS values).\n"
-      "exit status: 0 ok, 1 a failure while measuring, 2 bad command line (one line, from rank 0)");
+      "--device cuda keeps the buffers in device memory and runs each collective through hcomm::cuda_staging\n"
+      "(device -> pinned host -> the host collective -> device), timed with CUDA events.\n"
+      "exit status: 0 ok, 1 a failure while measuring, 2 bad command line (one line, from rank 0),\n"
+      "3 --device cuda without a usable CUDA device or in a build without CUDA (one line)");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one counts
   std::string ops, codecs, bytes;  // comma-separated lists
   std::uint64_t threshold = a.threshold, segment = a.segment;
@@ -328,6 +410,9 @@ bool parse_args(int argc, char** argv, int rank, int p, args& a) {
       ->transform(tools::size_bytes(0, tools::TiB));
   app.add_option("--segment", segment, "raw bytes per pipelined segment (default 1M)")
       ->transform(tools::size_bytes(4, 4 * tools::GiB, sizeof(float), "whole float32 values"));
+  std::string device = "cpu";
+  app.add_option("--device", device, "where the buffers live: cpu (default) or cuda (staged through host memory)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_flag("--no-checksum", no_checksum, "no payload checksum in the frames");
   app.add_flag("--no-validate", no_validate, "no per-collective cross-rank check");
   app.add_option("--idle-sleep-us", a.idle_sleep_us,
@@ -348,6 +433,7 @@ bool parse_args(int argc, char** argv, int rank, int p, args& a) {
   a.segment = static_cast<std::size_t>(segment);
   a.checksum = !no_checksum;
   a.validate = !no_validate;
+  a.cuda = device == "cuda";
   if (argc <= 1) {  // quick default sweep
     a.ops = {"allreduce"};
     a.codecs = {"none", "mpc", "zfp:16", "zfp:8"};
@@ -357,35 +443,65 @@ bool parse_args(int argc, char** argv, int rank, int p, args& a) {
   }
   if (a.ops.empty()) a.ops = {"allreduce"};
   if (a.bytes.empty()) a.bytes = {std::size_t{4} << 20};
+  return true;
+}
+
+// What the command line asks of the rank count (after MPI_Init); throws usage_error.
+void check_ranks(const args& a, int p) {
   if (std::find(a.ops.begin(), a.ops.end(), "reduce_scatter") != a.ops.end())
     for (std::size_t b : a.bytes)
       if (b / sizeof(float) < static_cast<std::size_t>(p))
         throw usage_error{"--bytes: " + std::to_string(b) + " is too small for reduce_scatter on " + std::to_string(p) +
                           " ranks: it needs one float32 value per rank, at least " +
                           std::to_string(sizeof(float) * static_cast<std::size_t>(p)) + " bytes"};
-  return true;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The command line first, before MPI_Init: it reads nothing but argv, so every rank reaches
+  // the same verdict, and a bad one costs no MPI start-up.
+  const int launched_rank = launcher_rank();
+  args a;
+  try {
+    if (!parse_args(argc, argv, launched_rank, a)) return 0;
+  } catch (const usage_error& e) {
+    if (launched_rank == 0) std::fprintf(stderr, "hcomm-collective: %s\n", tools::one_line(e.what).c_str());
+    return 2;
+  }
   MPI_Init(&argc, &argv);
   int rank = 0, p = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &p);
-  args a;
-  // Parse errors: no rank has communicated yet, and every rank reaches the same verdict.
+  // Before any communication of the measurements; every rank agrees.
   try {
-    if (!parse_args(argc, argv, rank, p, a)) {
-      MPI_Finalize();
-      return 0;
-    }
+    check_ranks(a, p);
   } catch (const usage_error& e) {
     if (rank == 0) std::fprintf(stderr, "hcomm-collective: %s\n", tools::one_line(e.what).c_str());
     MPI_Finalize();
     return 2;
   }
+  if (a.cuda) {  // every rank needs a device: the lowest rank without one says why
+    const std::string why = collective_tool::cuda_unavailable();
+    int first = why.empty() ? p : rank;
+    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first < p) {
+      if (rank == first)
+        std::fprintf(stderr, "hcomm-collective: --device cuda: %s%s\n",
+                     p > 1 ? ("rank " + std::to_string(rank) + ": ").c_str() : "", tools::one_line(why).c_str());
+      MPI_Finalize();
+      return collective_tool::exit_no_device;
+    }
+  }
   try {
+    if (a.cuda) {  // ranks on one node spread over its devices
+      MPI_Comm node;
+      MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+      int local = 0;
+      MPI_Comm_rank(node, &local);
+      MPI_Comm_free(&node);
+      collective_tool::cuda_select_device(local);
+    }
     std::vector<std::string> codecs = a.codecs;
     if (!a.scheme.empty()) codecs = {"scheme"};
     if (codecs.empty() && !a.baseline) codecs = {"none"};
