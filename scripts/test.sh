@@ -13,7 +13,7 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 status=0
 
 echo "== sanitizer build (ASan + UBSan): codec tests =="
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHCOMM_SANITIZE=ON \
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DHCOMM_SANITIZE=ON \
       -DHCOMM_ENABLE_CUDA=OFF -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=OFF -DHCOMM_BUILD_TOOLS=ON \
       -DHCOMM_TEST_AREAS=codec -DHCOMM_TOOLS=hcomm-codec >build-asan.log 2>&1 \
   || { cat build-asan.log; exit 1; }

@@ -34,7 +34,7 @@ mkdir -p "$OUT"
 [ -x "$TRAIN_GPT" ] || { echo "no train_gpt at $TRAIN_GPT (set TRAIN_GPT=...)" >&2; exit 1; }
 {
   echo "date: $(date -u)"
-  echo "host: $(uname -srm), $(nproc) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo "host: $(uname -srm), $(nproc --all) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "config: model $MODEL, steps $STEPS, sparsity $SPARSITY, eval every $EVAL_EVERY x $EVAL_BATCHES batches, threads $OMP_NUM_THREADS, extra '$EXTRA', mst extra '$MST_EXTRA'"
 } > "$OUT/conditions.txt"
 run_method() {
