@@ -1,13 +1,17 @@
 // The 16-bit element types (hcomm/core/half.hpp, float16.hpp, bfloat16.hpp): widening checked
-// on all 65536 patterns of each, narrowing from float32 against two references that share no
-// code with hcomm: an IEEE rounding written with double arithmetic (std::nearbyint in the
-// default round-to-nearest-even mode) and, for fp16, the compiler's _Float16 conversions
-// (libgcc's soft-float on x86-64 without AVX512-FP16). Inputs: every sign, exponent and kept
-// mantissa with the dropped bits at zero, just below, at and just above the halfway point and
-// at their maximum, plus random patterns; the whole 2^32 sweep is the hidden "[.sweep]" case.
+// on all 65536 patterns of each, narrowing from float32 against references that share no code
+// with hcomm: an IEEE rounding written with double arithmetic (std::nearbyint in the default
+// round-to-nearest-even mode) and, for fp16, the compiler's _Float16 conversions (libgcc's
+// soft-float on x86-64 without AVX512-FP16) and x86's F16C instruction where the CPU has it.
+// Inputs: every sign, exponent and kept mantissa with the dropped bits at zero, one, just
+// below, at and just above the halfway point and at their maximum, plus random patterns; the
+// whole 2^32 sweep is the hidden "[.sweep]" case.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -92,6 +96,18 @@ std::uint16_t nan_narrow(std::uint32_t u) {
   return static_cast<std::uint16_t>(((u >> 16) & 0x8000u) | quiet | ((u & 0x7FFFFFu) >> F::dropped));
 }
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// x86's F16C conversion (round to nearest even, MXCSR's default), eight values at a time.
+__attribute__((target("f16c,avx"))) void f16c_narrow(const float* in, std::uint16_t* out) {
+  const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(in), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), h);
+}
+bool have_f16c() { return __builtin_cpu_supports("f16c"); }
+#else
+bool have_f16c() { return false; }
+void f16c_narrow(const float*, std::uint16_t*) {}
+#endif
+
 template <class H>
 std::uint16_t narrow_bits(float x) {
   return H(x).bits;
@@ -168,11 +184,19 @@ TEST_CASE("half types: widening is exact for all 65536 patterns of each", "[half
 
 TEMPLATE_TEST_CASE("half types: narrowing from float rounds to nearest even like the references", "[half]", bf16,
                    f16) {
-  std::size_t checked = 0, wrong = 0, wrong_nan = 0, wrong_builtin = 0, rounded_differently_from_truncation = 0;
+  std::size_t checked = 0, wrong = 0, wrong_nan = 0, wrong_builtin = 0, wrong_f16c = 0,
+              rounded_differently_from_truncation = 0;
+  const bool f16c = std::is_same_v<TestType, f16> && have_f16c();
   for_each_input<TestType>([&](std::uint32_t u) {
     const float x = from_u32(u);
     const std::uint16_t got = narrow_bits<TestType>(x);
     ++checked;
+    if (f16c) {  // the hardware's conversion, NaN included
+      alignas(32) float x8[8] = {x, x, x, x, x, x, x, x};
+      alignas(16) std::uint16_t r8[8];
+      f16c_narrow(x8, r8);
+      wrong_f16c += got != r8[0];
+    }
     if (std::isnan(x)) {
       wrong_nan += got != nan_narrow<TestType>(u);
       return;
@@ -197,7 +221,8 @@ TEMPLATE_TEST_CASE("half types: narrowing from float rounds to nearest even like
     }
 #endif
   });
-  INFO(checked << " inputs");
+  INFO(checked << " inputs, F16C " << (f16c ? "compared" : "absent or not fp16"));
+  CHECK(wrong_f16c == 0);
   CHECK(wrong == 0);
   CHECK(wrong_nan == 0);
   CHECK(wrong_builtin == 0);
@@ -237,21 +262,35 @@ TEMPLATE_TEST_CASE("half types: the edges of narrowing", "[half]", bf16, f16) {
 }
 
 TEST_CASE("half types: the whole float32 range narrows like the references", "[half][.sweep]") {
+  // fp16: every pattern against F16C where the CPU has it (else _Float16); bf16: the double
+  // reference on every 4096th pattern (it is slow), NaN rule on every NaN.
+  const bool f16c = have_f16c();
   std::size_t wrong = 0;
-  for (std::uint64_t v = 0; v < (std::uint64_t{1} << 32); ++v) {
-    const auto u = static_cast<std::uint32_t>(v);
-    const float x = from_u32(u);
-    if (std::isnan(x)) {
-      wrong += f16(x).bits != nan_narrow<f16>(u) || bf16(x).bits != nan_narrow<bf16>(u);
-      continue;
-    }
+  alignas(32) float x8[8];
+  alignas(16) std::uint16_t r8[8];
+  for (std::uint64_t v = 0; v < (std::uint64_t{1} << 32); v += 8) {
+    for (int j = 0; j < 8; ++j) x8[j] = from_u32(static_cast<std::uint32_t>(v + j));
+    if (f16c) f16c_narrow(x8, r8);
+    for (int j = 0; j < 8; ++j) {
+      const auto u = static_cast<std::uint32_t>(v + j);
+      const float x = x8[j];
+      if (std::isnan(x)) {
+        wrong += f16(x).bits != nan_narrow<f16>(u) || bf16(x).bits != nan_narrow<bf16>(u);
+        if (f16c) wrong += f16(x).bits != r8[j];
+        continue;
+      }
+      if (f16c) {
+        wrong += f16(x).bits != r8[j];
+      } else {
 #if defined(__FLT16_MAX__)
-    const _Float16 r = static_cast<_Float16>(x);
-    std::uint16_t rb;
-    std::memcpy(&rb, &r, 2);
-    wrong += f16(x).bits != rb;
+        const _Float16 r = static_cast<_Float16>(x);
+        std::uint16_t rb;
+        std::memcpy(&rb, &r, 2);
+        wrong += f16(x).bits != rb;
 #endif
-    if ((u & 0xFFFu) == 0x7FFu) wrong += bf16(x).bits != reference_narrow<bf16>(x);  // a sample: the double reference is slow
+      }
+      if ((u & 0xFFFu) == 0x7FFu) wrong += bf16(x).bits != reference_narrow<bf16>(x);
+    }
   }
   CHECK(wrong == 0);
 }
