@@ -1,8 +1,9 @@
 // Executors: unit tests of each member (scan, for_each coverage, copy/fill) on every host-side
 // executor, and the engine over every registered codec (float, double, and bf16 and f16 for the
 // codecs that take them) giving byte-identical frames and decoded values on every executor
-// (host at 1, 2 and 3 threads, host-check, Kokkos' default space) for the same input. The codec list comes from codec/registry.hpp, so codecs added there are
-// covered without editing this file.
+// (host at 1, 2 and 3 threads, host-check, Kokkos' default space) for the same input. The
+// codec list comes from codec/registry.hpp, so codecs added there are covered without editing
+// this file.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
