@@ -28,12 +28,15 @@ gen() {
 import math, random, struct, sys
 path, dt, n, kind = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 random.seed(12345)
-code = '<%d%s' % (n, 'f' if dt == 'f32' else 'd')
+size = {'f32': 4, 'f64': 8, 'bf16': 2, 'f16': 2}[dt]
+code = '<%d%s' % (n, {'f32': 'f', 'f64': 'd', 'bf16': 'f', 'f16': 'e'}[dt])
 if kind == 'smooth':
     vals = [math.sin(i * 0.01) * 3.0 + 0.5 * math.cos(i * 0.0037) + random.gauss(0, 1e-4) for i in range(n)]
     data = struct.pack(code, *vals)
+    if dt == 'bf16':  # the top half of each float32
+        data = b''.join(data[4 * i + 2:4 * i + 4] for i in range(n))
 else:
-    data = bytes(random.getrandbits(8) for _ in range(n * (4 if dt == 'f32' else 8)))
+    data = bytes(random.getrandbits(8) for _ in range(n * size))
 open(path, 'wb').write(data)
 EOF
 }
@@ -180,7 +183,7 @@ bad)
   expect_fail "missing --codec" 2 "--codec" compress --dtype f32 good.f32
   expect_fail "missing --dtype" 2 "--dtype" stats --codec none good.f32
   expect_fail "--codec without a value" 2 "--codec" compress --dtype f32 good.f32 --codec
-  expect_fail "bad --dtype" 2 "--dtype" compress --codec none --dtype f16 good.f32
+  expect_fail "bad --dtype" 2 "--dtype" compress --codec none --dtype f8 good.f32
   expect_fail "unknown codec" 2 "--codec" compress --codec lz4 --dtype f32 good.f32 o1
   expect_fail "bad codec parameter" 2 "--codec" compress --codec none:3 --dtype f32 good.f32 o1
   expect_fail "zfp without rate" 2 "--codec" compress --codec zfp --dtype f32 good.f32 o1

@@ -103,3 +103,18 @@ if(TARGET codec_zfp)
   endforeach()
 endif()
 # ===== END zfp block ======================================================================
+
+# ===== BEGIN dtype16 block: hcomm-codec round trips of bf16 and f16 files =================
+if(TARGET hcomm-codec)
+  foreach(dt bf16 f16)
+    foreach(codec none mpc mpc:1 zfp:8 zfp:16)
+      string(REPLACE ":" "_" _cn ${codec})
+      add_test(NAME codec_cli_roundtrip_${_cn}_${dt}
+               COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/cli_test.sh $<TARGET_FILE:hcomm-codec>
+                       ${CMAKE_CURRENT_BINARY_DIR}/cli/rt_${_cn}_${dt} roundtrip ${codec} ${dt})
+      set_tests_properties(codec_cli_roundtrip_${_cn}_${dt} PROPERTIES LABELS "codec;cli" SKIP_RETURN_CODE 77
+                           TIMEOUT 300)
+    endforeach()
+  endforeach()
+endif()
+# ===== END dtype16 block ==================================================================

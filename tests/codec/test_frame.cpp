@@ -60,6 +60,7 @@ std::string name(const hc::config& c, std::size_t n) {
 // kind 0: smooth field + small noise; 1: gradient-like noise; 2: specials (NaN, +-Inf, +-0,
 // denormals, extremes) mixed into noise.
 template <class T>
+  requires hcomm::floating_element<T>
 std::vector<T> make_data(std::size_t n, int kind, std::uint64_t seed = 7) {
   std::mt19937_64 g(seed + n * 3 + static_cast<unsigned>(kind));
   std::normal_distribution<double> nd(0.0, 1.0);
@@ -74,6 +75,23 @@ std::vector<T> make_data(std::size_t n, int kind, std::uint64_t seed = 7) {
     const T specials[] = {L::quiet_NaN(), L::infinity(), -L::infinity(), T(0), -T(0), L::denorm_min(), L::max(),
                           -L::max(), L::min(), -L::quiet_NaN()};
     for (std::size_t i = 0; i < n; i += 3) v[i] = specials[(i / 3) % (sizeof specials / sizeof specials[0])];
+  }
+  return v;
+}
+
+// The 16-bit types: the float data rounded, with their own specials (NaN, signalling NaN,
+// ±Inf, ±0, the smallest subnormal, the largest finite, the smallest normal).
+template <hcomm::half_element H>
+std::vector<H> make_data(std::size_t n, int kind, std::uint64_t seed = 7) {
+  const std::vector<float> x = make_data<float>(n, kind == 2 ? 1 : kind, seed);
+  std::vector<H> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = H(x[i]);
+  if (kind == 2) {
+    constexpr bool b = std::is_same_v<H, hcomm::bf16>;
+    const std::uint16_t specials[] = {b ? 0x7FC0 : 0x7E00, b ? 0x7F81 : 0x7C01, b ? 0x7F80 : 0x7C00,
+                                      b ? 0xFF80 : 0xFC00, 0x0000, 0x8000, 0x0001, b ? 0x7F7F : 0x7BFF,
+                                      b ? 0x0080 : 0x0400, b ? 0xFFC0 : 0xFE00};
+    for (std::size_t i = 0; i < n; i += 3) v[i] = H::from_bits(specials[(i / 3) % (sizeof specials / sizeof specials[0])]);
   }
   return v;
 }
@@ -108,13 +126,18 @@ sample make_sample(hc::engine<>& eng, const hc::config& c, std::size_t n, int ki
 std::vector<sample> samples(hc::engine<>& eng, std::initializer_list<std::size_t> sizes, std::initializer_list<int> kinds,
                             std::initializer_list<bool> checksums = {true, false}) {
   std::vector<sample> out;
-  for (dtype t : {dtype::f32, dtype::f64})
+  for (dtype t : {dtype::f32, dtype::f64, dtype::bf16, dtype::f16})
     for (bool ck : checksums)
       for (const hc::config& c : configs(t, ck))
         for (std::size_t n : sizes)
           for (int k : kinds) {
             if (c.codec == codec_id::none && k == 1) continue;  // none does not care about the data
-            out.push_back(t == dtype::f32 ? make_sample<float>(eng, c, n, k) : make_sample<double>(eng, c, n, k));
+            switch (t) {
+              case dtype::f32: out.push_back(make_sample<float>(eng, c, n, k)); break;
+              case dtype::f64: out.push_back(make_sample<double>(eng, c, n, k)); break;
+              case dtype::bf16: out.push_back(make_sample<hcomm::bf16>(eng, c, n, k)); break;
+              case dtype::f16: out.push_back(make_sample<hcomm::f16>(eng, c, n, k)); break;
+            }
           }
   return out;
 }
@@ -382,7 +405,11 @@ TEST_CASE("frame: a libzfp stream (with its own header) is foreign_frame", "[fra
 TEST_CASE("frame: receiver expecting another dtype or count gets errc::mismatch", "[frame][mismatch]") {
   auto eng = make_engine();
   for (const sample& s : samples(eng, {0, 1, 5, 1025}, {0})) {
-    const dtype other = s.cfg.type == dtype::f32 ? dtype::f64 : dtype::f32;
+    // The 16-bit types against each other: the same size, told apart only by the dtype byte.
+    const dtype other = s.cfg.type == dtype::f32    ? dtype::f64
+                        : s.cfg.type == dtype::f64  ? dtype::f32
+                        : s.cfg.type == dtype::bf16 ? dtype::f16
+                                                    : dtype::bf16;
     for (std::size_t n : {s.n, s.n + 1, s.n * 2 + 3}) {
       const outcome o = decode(eng, s.frame, n, other, name(s));
       INFO(name(s) << " read as " << hcomm::to_string(other) << " x " << n << ": " << o.what);
@@ -423,9 +450,13 @@ TEST_CASE("frame: edited header fields give the proper errc", "[frame][header]")
     for (unsigned c : {5u, 6u, 0x7Fu, 0xFFu})  // (ids the registry does not hold)
       expect(edited([&](bytes& f) { f[6] = static_cast<unsigned char>(c); }), errc::foreign_frame,
              "codec id " + std::to_string(c));
-    for (unsigned d : {0u, 3u, 4u, 0xFFu})
+    for (unsigned d : {0u, 5u, 0x7Fu, 0xFFu})
       expect(edited([&](bytes& f) { f[7] = static_cast<unsigned char>(d); }), errc::foreign_frame,
              "dtype id " + std::to_string(d));
+    for (unsigned d : {1u, 2u, 3u, 4u})  // another dtype than the receiver's
+      if (d != static_cast<unsigned>(s.cfg.type))
+        expect(edited([&](bytes& f) { f[7] = static_cast<unsigned char>(d); }), errc::mismatch,
+               "dtype id " + std::to_string(d));
     for (std::uint32_t fl : {2u, 4u, 0x100u, 0x80000000u, 0xFFFFFFFEu})
       expect(edited([&](bytes& f) { put32(f, 12, fl | (s.cfg.checksum ? 1u : 0u)); }), errc::foreign_frame,
              "flags " + std::to_string(fl));

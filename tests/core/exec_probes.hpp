@@ -131,30 +131,42 @@ inline const char* to_string(data_kind k) {
 inline constexpr data_kind all_kinds[] = {data_kind::smooth, data_kind::noise, data_kind::special, data_kind::zeros};
 
 // Deterministic inputs: smooth fields, gradient-like Gaussian noise, a mix of special
-// values (NaN, +-Inf, +-0, denormals, extremes) among ordinary ones, and all zeros.
+// values (NaN, +-Inf, +-0, denormals, extremes) among ordinary ones, and all zeros. The
+// 16-bit types get the float data rounded, with their own NaN and subnormal patterns mixed
+// into the special kind.
 template <class T>
 std::vector<T> make_data(data_kind k, std::size_t n, std::uint64_t seed) {
-  std::vector<T> v(n);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<double> gauss(0.0, 1e-3);
-  for (std::size_t i = 0; i < n; ++i) {
-    const double x = static_cast<double>(i);
-    switch (k) {
-      case data_kind::smooth: v[i] = static_cast<T>(std::sin(x * 0.01) * 100.0 + std::cos(x * 0.003) * 3.0); break;
-      case data_kind::noise: v[i] = static_cast<T>(gauss(rng)); break;
-      case data_kind::zeros: v[i] = T(0); break;
-      case data_kind::special: {
-        const T specials[] = {std::numeric_limits<T>::quiet_NaN(),  std::numeric_limits<T>::infinity(),
-                              -std::numeric_limits<T>::infinity(), T(0), -T(0),
-                              std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::max(),
-                              std::numeric_limits<T>::lowest(),     std::numeric_limits<T>::min()};
-        const std::uint64_t r = rng();
-        v[i] = (r % 5 == 0) ? specials[(r >> 8) % 9] : static_cast<T>(gauss(rng) * 1e3);
-        break;
+  if constexpr (hcomm::half_element<T>) {
+    const std::vector<float> x = make_data<float>(k, n, seed);
+    std::vector<T> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = T(x[i]);
+    if (k == data_kind::special)
+      for (std::size_t i = 1; i < n; i += 7)
+        v[i] = T::from_bits(static_cast<std::uint16_t>(i % 3 == 0 ? 0x0001 : 0x7C01 | (i & 0x8000)));
+    return v;
+  } else {
+    std::vector<T> v(n);
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> gauss(0.0, 1e-3);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double x = static_cast<double>(i);
+      switch (k) {
+        case data_kind::smooth: v[i] = static_cast<T>(std::sin(x * 0.01) * 100.0 + std::cos(x * 0.003) * 3.0); break;
+        case data_kind::noise: v[i] = static_cast<T>(gauss(rng)); break;
+        case data_kind::zeros: v[i] = T(0); break;
+        case data_kind::special: {
+          const T specials[] = {std::numeric_limits<T>::quiet_NaN(),  std::numeric_limits<T>::infinity(),
+                                -std::numeric_limits<T>::infinity(), T(0), -T(0),
+                                std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::max(),
+                                std::numeric_limits<T>::lowest(),     std::numeric_limits<T>::min()};
+          const std::uint64_t r = rng();
+          v[i] = (r % 5 == 0) ? specials[(r >> 8) % 9] : static_cast<T>(gauss(rng) * 1e3);
+          break;
+        }
       }
     }
+    return v;
   }
-  return v;
 }
 
 // What one executor made of one input: the frame bytes and the decoded bytes, or the error.

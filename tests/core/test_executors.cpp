@@ -1,8 +1,9 @@
 // Executors: unit tests of each member (scan, for_each coverage, copy/fill) on every host-side
-// executor, and the engine over every registered codec giving byte-identical frames and
-// decoded values on every executor (host at 1, 2 and 3 threads, host-check, Kokkos' default space) for
-// the same input. The codec list comes from codec/registry.hpp, so codecs added there are
-// covered without editing this file.
+// executor, and the engine over every registered codec (float, double, and bf16 and f16 for the
+// codecs that take them) giving byte-identical frames and decoded values on every executor
+// (host at 1, 2 and 3 threads, host-check, Kokkos' default space) for the same input. The
+// codec list comes from codec/registry.hpp, so codecs added there are covered without editing
+// this file.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -133,11 +134,24 @@ struct agree_case {
   using codec_type = Codec;
 };
 
+// Codec<T> of the 16-bit types only for the families that take them (family_takes).
+template <bool Takes, class Setup, template <class> class C, class T>
+struct case_if {
+  using type = std::tuple<>;
+};
+template <class Setup, template <class> class C, class T>
+struct case_if<true, Setup, C, T> {
+  using type = std::tuple<agree_case<Setup, C<T>>>;
+};
+
 template <class Setup, class List>
 struct cases_for;
 template <class Setup, template <class> class... Cs>
 struct cases_for<Setup, codec::codec_list<Cs...>> {
-  using type = std::tuple<agree_case<Setup, Cs<float>>..., agree_case<Setup, Cs<double>>...>;
+  using type = decltype(std::tuple_cat(
+      std::declval<std::tuple<agree_case<Setup, Cs<float>>..., agree_case<Setup, Cs<double>>...>>(),
+      std::declval<typename case_if<codec::family_takes<Cs, hcomm::bf16>, Setup, Cs, hcomm::bf16>::type>()...,
+      std::declval<typename case_if<codec::family_takes<Cs, hcomm::f16>, Setup, Cs, hcomm::f16>::type>()...));
 };
 
 template <class Setups>

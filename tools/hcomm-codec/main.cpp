@@ -154,7 +154,7 @@ options parse_args(int argc, char** argv) {
                                                            : "the codec and its parameter")
                   ->transform(codec_spec());
     auto* t = sub->add_option("--dtype", type, check_only ? "a check: the frame's element type" : "element type")
-                  ->check(CLI::IsMember({"f32", "f64"}));
+                  ->check(CLI::IsMember({"f32", "f64", "bf16", "f16"}));
     if (!check_only) {
       c->required();
       t->required();
@@ -198,7 +198,8 @@ options parse_args(int argc, char** argv) {
   if (const std::string why = unreadable(in); !why.empty()) throw usage_error{"IN: " + why};
   o.command = app.get_subcommands().front()->get_name();
   if (!codec.empty()) o.codec = codec;
-  if (!type.empty()) o.type = type == "f64" ? dtype::f64 : dtype::f32;
+  if (!type.empty())
+    o.type = type == "f64" ? dtype::f64 : type == "bf16" ? dtype::bf16 : type == "f16" ? dtype::f16 : dtype::f32;
   o.checksum = !no_checksum;
   o.cuda = device == "cuda";
   o.files.push_back(in);
@@ -207,6 +208,24 @@ options parse_args(int argc, char** argv) {
 }
 
 // ---- files: io.hpp ------------------------------------------------------------------------
+
+// Calls f(T{}) for the element type of t.
+template <class F>
+int with_type(dtype t, F&& f) {
+  switch (t) {
+    case dtype::f64: return f(double{});
+    case dtype::bf16: return f(hcomm::bf16{});
+    case dtype::f16: return f(hcomm::f16{});
+    default: return f(float{});
+  }
+}
+
+// A value as double (16-bit types widen exactly).
+template <class T>
+double as_double(T v) {
+  if constexpr (hcomm::half_element<T>) return static_cast<float>(v);
+  else return v;
+}
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -304,8 +323,7 @@ int do_decompress(const options& o) {
                                       hc::to_string(hc::config{info.codec, info.type, info.param, true}) +
                                       ", --codec says " + *o.codec);
   }
-  if (info.type == dtype::f32) return decode_and_write<float>(o, frame, info, out);
-  return decode_and_write<double>(o, frame, info, out);
+  return with_type(info.type, [&](auto t) { return decode_and_write<decltype(t)>(o, frame, info, out); });
 }
 
 template <class T>
@@ -343,7 +361,7 @@ int do_stats(const options& o, const hc::config& cfg) {
   double max_err = 0, sum_sq = 0;
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (std::size_t i = 0; i < n; ++i) {
-    const double a = x[i], b = y[i];
+    const double a = as_double(x[i]), b = as_double(y[i]);
     const bool fa = std::isfinite(a), fb = std::isfinite(b);
     if (!fa) ++nonfinite;
     if (fa) {
@@ -403,9 +421,8 @@ int run(const options& o) {
     if (std::string why = codec_tool::cuda_unavailable(); !why.empty()) throw device_error{"--device cuda: " + why};
   if (o.command == "decompress") return do_decompress(o);
   const hc::config cfg = hc::parse_config(*o.codec, *o.type, o.checksum);
-  if (o.command == "compress")
-    return cfg.type == dtype::f32 ? do_compress<float>(o, cfg) : do_compress<double>(o, cfg);
-  return cfg.type == dtype::f32 ? do_stats<float>(o, cfg) : do_stats<double>(o, cfg);
+  if (o.command == "compress") return with_type(cfg.type, [&](auto t) { return do_compress<decltype(t)>(o, cfg); });
+  return with_type(cfg.type, [&](auto t) { return do_stats<decltype(t)>(o, cfg); });
 }
 
 void say(const std::string& m) { std::fprintf(stderr, "hcomm-codec: %s\n", tools::one_line(m).c_str()); }

@@ -19,7 +19,7 @@
 
 namespace hcomm::algorithm {
 
-template <floating_element T, context_type Cx>
+template <element T, context_type Cx>
 void broadcast(Cx& cx, codec::config cfg, std::span<T> data, int root) {
   using Tr = typename Cx::transport_type;
   auto& ws = cx.memory();

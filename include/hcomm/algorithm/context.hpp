@@ -234,10 +234,13 @@ bool go_raw(const Cx& cx, const codec::config& c, std::size_t n) {
 }
 
 // Config actually used for frames of T (dtype and the options' checksum setting applied).
+// For 16-bit T the codec is checked to take T here, so that a codec without 16-bit support
+// (bf16, int8) is refused whatever the size, not only above the uncompressed threshold.
 template <class T, class Cx>
 codec::config frame_config(const Cx& cx, codec::config c) {
   c.type = dtype_of<T>;
   c.checksum = cx.opts().checksum;
+  if constexpr (half_element<T>) codec::validate<typename Cx::codecs>(c);
   return c;
 }
 

@@ -20,6 +20,14 @@
 // collectives. Every step runs on the context's executor, in its memory; the transport moves
 // the frames (transport/mpi_host.hpp).
 //
+// Element types: float, double and the 16-bit storage types bf16 and f16. A 16-bit sum is
+// kept in the 16-bit type: each addition widens both operands to float, adds in float and
+// rounds once to nearest even (vector_ops.hpp; the uncompressed path's MPI operation,
+// mpi::sum_op, adds the same way). So on 2 ranks an element's result is exactly
+// T(float(x0) + float(x1)); on more ranks it carries one rounding per addition, in the
+// ring's order (or MPI's, uncompressed), and all ranks end identical. Residuals of error
+// feedback are 16-bit values too. Codecs must take the 16-bit type (none, MPC, ZFP).
+//
 // Error feedback (residual != nullptr): the input is x + e (e = the previous residual);
 // every compression this rank performs (its contribution at step 0, the partial sums it
 // forwards, its owned chunk) records what it lost into e. Summed over ranks, e is exactly
@@ -298,7 +306,7 @@ void settle_executor(const Cx& cx) {
 }  // namespace detail
 
 // In-place sum over all ranks. residual: error-feedback state of data.size() values or null.
-template <floating_element T, context_type Cx>
+template <element T, context_type Cx>
 void allreduce(Cx& cx, codec::config cfg, std::span<T> data, T* residual = nullptr) {
   using Tr = typename Cx::transport_type;
   cx.check_usable();
@@ -328,7 +336,7 @@ void allreduce(Cx& cx, codec::config cfg, std::span<T> data, T* residual = nullp
 }
 
 // in holds p blocks of out.size() values; rank r gets the sum of everyone's block r.
-template <floating_element T, context_type Cx>
+template <element T, context_type Cx>
 void reduce_scatter(Cx& cx, codec::config cfg, std::span<const T> in, std::span<T> out, T* residual = nullptr) {
   using Tr = typename Cx::transport_type;
   cx.check_usable();
@@ -373,7 +381,7 @@ void reduce_scatter(Cx& cx, codec::config cfg, std::span<const T> in, std::span<
 
 // out holds p blocks of in.size() values; block q = rank q's input (decoded, so with a lossy
 // codec rank r's own block is what the others decode too: all ranks end identical).
-template <floating_element T, context_type Cx>
+template <element T, context_type Cx>
 void allgather(Cx& cx, codec::config cfg, std::span<const T> in, std::span<T> out) {
   using Tr = typename Cx::transport_type;
   cx.check_usable();

@@ -31,7 +31,7 @@ struct config {
   unsigned param = 0;   // the codec's parameter (its traits' param_help says what it means)
   bool checksum = true; // payload checksum in the frame
 
-  template <compressor_policy C, floating_element T>
+  template <compressor_policy C, element T>
   static constexpr config of(bool checksum = true) {
     return config{C::codec, dtype_of<T>, C::param, checksum};
   }
@@ -76,7 +76,7 @@ std::string to_string(const config& c) {
 }
 
 // Largest element count whose byte size fits in size_t (so no size computation wraps).
-constexpr std::size_t max_count(dtype t) { return SIZE_MAX / 16 / size_of(t); }
+constexpr std::size_t max_count(dtype t) { return size_of(t) != 0 ? SIZE_MAX / 16 / size_of(t) : 0; }
 
 template <codec_list_type Codecs = registered_codecs>
 void validate(const config& c) {

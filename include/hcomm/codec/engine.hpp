@@ -132,7 +132,7 @@ class engine {
   }
 
   // Host-memory conveniences.
-  template <floating_element T>
+  template <element T>
   std::vector<std::byte> compress(const config& c, std::span<const T> in)
     requires(!Exec::is_device)
   {
@@ -147,7 +147,7 @@ class engine {
     const std::size_t used = compress(c, in.data(), in.size(), scratch.get(), bound);
     return std::vector<std::byte>(scratch.get(), scratch.get() + used);
   }
-  template <floating_element T>
+  template <element T>
   frame_info decompress(std::span<const std::byte> frame, std::span<T> out)
     requires(!Exec::is_device)
   {

@@ -4,6 +4,7 @@
 //   using codecs = hcomm::codec::codec_list<none_codec, mpc_codec, zfp_codec>;
 //   using more   = codecs::with<my_codec>;                       // a list of one's own
 //   hcomm::codec::list_visit<more>(id, hcomm::dtype::f32, [](auto c) { ... });  // c: Codec<float>
+//   (bf16 and f16 visit Codec<hcomm::bf16>, Codec<hcomm::f16>: refused for a codec that does not take them)
 //
 // A list is checked when it is used: every member a codec_family (codec/traits.hpp), ids and
 // names unique, so a frame byte and a parse_config name each mean one codec.
@@ -12,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "hcomm/codec/traits.hpp"
@@ -122,10 +124,33 @@ std::string list_usages(Pred&& pred, std::string_view sep = ", ", std::string_vi
 }
 
 namespace detail {
-template <floating_element T, class F, template <class> class First, template <class> class... Rest>
-decltype(auto) visit_codec(codec_id id, F&& f, codec_list<First, Rest...>) {
+// What f returns for the first codec of the list that takes T (void when none does).
+template <class T, class F, class L>
+struct visit_result {
+  using type = void;
+};
+template <bool Takes, class T, class F, template <class> class First, class Rest>
+struct visit_result_step {
+  using type = typename visit_result<T, F, Rest>::type;
+};
+template <class T, class F, template <class> class First, class Rest>
+struct visit_result_step<true, T, F, First, Rest> {
+  using type = decltype(std::declval<F>()(First<T>{}));
+};
+template <class T, class F, template <class> class First, template <class> class... Rest>
+struct visit_result<T, F, codec_list<First, Rest...>>
+    : visit_result_step<family_takes<First, T>, T, F, First, codec_list<Rest...>> {};
+// What a visit returns: f's result for a codec of the list (for float, else for double: every
+// family takes one of them, and f returns the same type for every codec it is called with).
+template <class F, class L>
+using visit_result_t = std::conditional_t<std::is_void_v<typename visit_result<float, F, L>::type>,
+                                          typename visit_result<double, F, L>::type,
+                                          typename visit_result<float, F, L>::type>;
+
+template <element T, class R, class F, template <class> class First, template <class> class... Rest>
+R visit_codec(codec_id id, F&& f, codec_list<First, Rest...>) {
   if (family_traits<First>::id == id) {
-    if constexpr (codec_type<First<T>>) {
+    if constexpr (family_takes<First, T>) {
       return f(First<T>{});
     } else {
       fail(errc::invalid_argument, "codec " + std::string(family_traits<First>::name) + " does not take " +
@@ -133,7 +158,7 @@ decltype(auto) visit_codec(codec_id id, F&& f, codec_list<First, Rest...>) {
     }
   }
   if constexpr (sizeof...(Rest) > 0) {
-    return visit_codec<T>(id, static_cast<F&&>(f), codec_list<Rest...>{});
+    return visit_codec<T, R>(id, static_cast<F&&>(f), codec_list<Rest...>{});
   } else {
     fail(errc::invalid_argument,
          "codec codec#" + std::to_string(static_cast<unsigned>(id)) + " is not in this build's registry");
@@ -143,9 +168,12 @@ decltype(auto) visit_codec(codec_id id, F&& f, codec_list<First, Rest...>) {
 
 // Calls f(Codec<T>{}) for the codec with this id and the element type T of `type`.
 template <codec_list_type L, class F>
-decltype(auto) list_visit(codec_id id, dtype type, F&& f) {
-  if (type == dtype::f32) return detail::visit_codec<float>(id, static_cast<F&&>(f), L{});
-  if (type == dtype::f64) return detail::visit_codec<double>(id, static_cast<F&&>(f), L{});
+detail::visit_result_t<F, L> list_visit(codec_id id, dtype type, F&& f) {
+  using R = detail::visit_result_t<F, L>;
+  if (type == dtype::f32) return detail::visit_codec<float, R>(id, static_cast<F&&>(f), L{});
+  if (type == dtype::f64) return detail::visit_codec<double, R>(id, static_cast<F&&>(f), L{});
+  if (type == dtype::bf16) return detail::visit_codec<bf16, R>(id, static_cast<F&&>(f), L{});
+  if (type == dtype::f16) return detail::visit_codec<f16, R>(id, static_cast<F&&>(f), L{});
   fail(errc::invalid_argument, "unknown dtype");
 }
 

@@ -1,13 +1,14 @@
 // hcomm/codec/mpc.hpp: MPC, a lossless float compressor built only from parallel steps
 // (after Yang, Mukka, Hesaaraki and Burtscher, "MPC: A Massively Parallel Compression
-// Algorithm for Scientific Data", IEEE Cluster 2015), for float32 and float64.
+// Algorithm for Scientific Data", IEEE Cluster 2015), for float32, float64 and the 16-bit
+// types (bf16, f16: the same algorithm on 16-bit words, lossless like the others).
 //
 //   hcomm::codec::engine<> eng;
 //   auto frame = eng.compress(hcomm::codec::parse_config("mpc"), std::span<const float>(x));   // auto stride
 //   auto frame3 = eng.compress(hcomm::codec::parse_config("mpc:3"), std::span<const float>(x)); // stride 3
 //   eng.decompress(frame, std::span<float>(y));  // y is bit-for-bit x, NaN payloads included
 //
-// The algorithm, on the values' bit patterns as unsigned words (W = 32 or 64 bits):
+// The algorithm, on the values' bit patterns as unsigned words (W = 16, 32 or 64 bits):
 //  1. independent chunks of 1024 values;
 //  2. delta inside the chunk: v[i] -= v[i - dim] (wrapping integer subtraction);
 //  3. bit transposition of every group of W consecutive words (W x W bit matrix), so that
@@ -38,16 +39,16 @@
 //    every size against the bitmaps before it writes anything.
 //  Every decision (stride, raw or packed, payload size) is taken by kernels reading
 //  executor memory: encoding never synchronises the host.
-//  Device executors code float chunks with team kernels (codec/mpc/team.hpp: a chunk per
-//  thread block, warp ballots, shuffles and bit transposes, words placed by team scans).
-//  On x86-64 hosts the chunk kernels also carry an AVX2 version (an intrinsics path for
-//  float and for double chunks), picked at run time (codec/mpc/avx2/); the bytes do
-//  not depend on it.
+//  Device executors code float and 16-bit chunks with team kernels (codec/mpc/team.hpp: a
+//  chunk per thread block, warp ballots, shuffles and bit transposes, words placed by team
+//  scans). On x86-64 hosts the chunk kernels also carry an AVX2 version (an intrinsics path
+//  for float and for double chunks, the portable body compiled for AVX2 for 16-bit ones),
+//  picked at run time (codec/mpc/avx2/); the bytes do not depend on it.
 //
 // Payload layout (little-endian; the frame header in codec/frame.hpp comes before it):
 //   offset 0   u8   mode: 0 = raw, 1 = packed
 //          1   u8   delta stride 1..32 (the chosen one when param was 0)
-//          2   u8   bytes per value (4 or 8)
+//          2   u8   bytes per value (2, 4 or 8; bf16 and f16 are told apart by the frame's dtype)
 //          3   u8   format version (1)
 //          4   u32  zero
 //          8   u64  chunk count = ceil(n / 1024)
@@ -85,7 +86,7 @@
 
 namespace hcomm::codec {
 
-template <floating_element T>
+template <element T>
 struct mpc_codec {
   static constexpr codec_id id = codec_id::mpc;
   static constexpr std::string_view name = "mpc";
@@ -103,7 +104,7 @@ struct mpc_codec {
   // The least payload of n values (n <= max_count): the raw fallback (header + values) or,
   // when smaller, a packed payload of all-zero groups (header, index, one zero bitmap word per
   // group of W values and no other word). All-zero chunks compress that far, so a payload of
-  // P bytes holds at most about 31.5 (float) or 63 (double) times P bytes of values.
+  // P bytes holds at most about 15.75 (16-bit), 31.5 (float) or 63 (double) times P bytes of values.
   static std::size_t min_payload_bytes(std::size_t n, unsigned) noexcept {
     using namespace mpc_detail;
     constexpr std::size_t W = sizeof(word_type) * 8;
@@ -156,7 +157,10 @@ struct mpc_codec {
     if constexpr (Exec::is_device) {
       // All chunks at once.
       if (chunks > 0) {
-        if constexpr (uses_team_kernels<Exec>)
+        if constexpr (uses_team_kernels<Exec> && sizeof(T) == 2)
+          ex.launch(chunks, team_threads,
+                    encode_chunk_team_16{reinterpret_cast<const unsigned char*>(in), n, s.control, s.scratch, s.sizes});
+        else if constexpr (uses_team_kernels<Exec>)
           ex.launch(chunks, team_threads, encode_chunk_team_f32{in, n, s.control, s.scratch, s.sizes});
         else
           ex.for_each(chunks, encode_chunk_kernel<T>{in, n, s.control, s.scratch, s.sizes, 0});
@@ -262,17 +266,21 @@ struct mpc_codec {
     if (bad != 0)
       fail(errc::corrupt_frame, "mpc payload: " + std::to_string(bad) +
                                     " chunk(s) with a size that does not match their bitmaps");
-    if constexpr (uses_team_kernels<Exec>)
+    if constexpr (uses_team_kernels<Exec> && sizeof(T) == 2)
+      ex.launch(chunks, team_threads,
+                decode_chunk_team_16{p, n, chunks, dim, s.sizes, reinterpret_cast<unsigned char*>(out)});
+    else if constexpr (uses_team_kernels<Exec>)
       ex.launch(chunks, team_threads, decode_chunk_team_f32{p, n, chunks, dim, s.sizes, out});
     else
       ex.for_each(chunks, decode_chunk_kernel<T>{p, n, chunks, dim, s.sizes, out});
   }
 
  private:
-  // Device executors that run team kernels code float chunks a team per chunk
+  // Device executors that run team kernels code float and 16-bit chunks a team per chunk
   // (codec/mpc/team.hpp); double chunks, and executors without launch, take the flat kernels.
   template <class Exec>
-  static constexpr bool uses_team_kernels = Exec::is_device && exec::team_executor<Exec> && sizeof(T) == 4;
+  static constexpr bool uses_team_kernels =
+      Exec::is_device && exec::team_executor<Exec> && (sizeof(T) == 4 || sizeof(T) == 2);
 
   // Chunks per encoding batch on the host. One thread: 64 chunks (256 KiB of float input and
   // twice ~270 KiB of slots stay in L2; larger batches go through memory). Several threads:

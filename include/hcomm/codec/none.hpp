@@ -15,7 +15,7 @@
 
 namespace hcomm::codec {
 
-template <floating_element T>
+template <element T>
 struct none_codec {
   static constexpr codec_id id = codec_id::none;
   static constexpr std::string_view name = "none";

@@ -35,8 +35,9 @@
 //   identity                     the payload is the raw values; the collectives send such
 //                                messages with MPI's own operations [false]
 //   encode(..., ws, fused_checksum*)  hashes payload blocks while writing them (core/checksum.hpp)
-// Element types: Codec<float> and Codec<double> are asked; a codec that does not take one
-// leaves that instantiation short of codec_type (frames of that dtype are then refused).
+// Element types: Codec<float>, Codec<double>, Codec<hcomm::bf16> and Codec<hcomm::f16> are
+// asked (family_takes); a codec that does not take one constrains its parameter or leaves that
+// instantiation short of codec_type, and frames of that dtype are then refused.
 #pragma once
 #include <concepts>
 #include <cstddef>
@@ -71,7 +72,7 @@ enum class param_use { none, optional, required };
 // that satisfies exec::executor runs them the same way).
 template <class C>
 concept codec_type =
-    codec_kernel<C> && floating_element<typename C::value_type> &&
+    codec_kernel<C> && element<typename C::value_type> &&
     requires(const exec::host& ex, const typename C::value_type* in, typename C::value_type* out, std::size_t n,
              unsigned p, std::byte* bytes, const std::byte* cbytes, std::uint64_t* size) {
       { C::name } -> std::convertible_to<std::string_view>;
@@ -91,6 +92,18 @@ inline constexpr bool codec_family = (codec_type<Codec<float>> || codec_type<Cod
                        (!codec_type<Codec<float>> || !codec_type<Codec<double>> ||
                         (Codec<float>::id == Codec<double>::id && Codec<float>::name == Codec<double>::name &&
                          Codec<float>::lossy == Codec<double>::lossy));
+
+namespace detail {
+template <template <class> class Codec, class T, class = void>
+struct takes : std::false_type {};
+template <template <class> class Codec, class T>
+struct takes<Codec, T, std::void_t<Codec<T>>> : std::bool_constant<codec_type<Codec<T>>> {};
+}  // namespace detail
+
+// Whether the family takes element type T: Codec<T> can be named (a constrained template
+// parameter may refuse it) and satisfies codec_type.
+template <template <class> class Codec, class T>
+inline constexpr bool family_takes = detail::takes<Codec, T>::value;
 
 // The instantiation that speaks for a family's element-independent traits.
 template <template <class> class Codec>

@@ -3,6 +3,13 @@
 // (zfp_stream_set_rate(z, rate, type, 1, zfp_false), no header, 64-bit stream words), plus a
 // side list that brings NaN and ±Inf back exactly.
 //
+// bf16 and f16 (hcomm/core/half.hpp) are coded as float32 ZFP of their widened values (exact),
+// widened block by block inside the kernels, and decoded values are rounded to nearest, ties
+// to even, back to the 16-bit type. So the stream is libzfp's float stream of the widened
+// values, and the decoded values are libzfp's decoded floats rounded to the 16-bit type (a
+// float decoded past the type's range rounds to ±Inf). The side list holds the 16-bit
+// patterns (entries of 4 + 2 bytes); the frame's dtype says which 16-bit type it is.
+//
 //   auto cfg   = hcomm::codec::parse_config("zfp:8", hcomm::dtype::f32);
 //   auto frame = hcomm::codec::engine<>{}.compress(cfg, std::span<const float>(x));
 //
@@ -12,7 +19,7 @@
 //             zfp_compress output padded with zero bits to a whole 64-bit word.
 //   [count]   u64: how many values are non-finite (NaN, ±Inf).
 //   [list]    count entries, strictly increasing index: index (u32 when n <= 2^32, else u64),
-//             then the value's bit pattern (4 or 8 bytes).
+//             then the value's bit pattern (2, 4 or 8 bytes).
 // Before coding, each non-finite value is replaced by the nearest finite value of its block
 // (the left one first), or 0 when the block has none; so the block's exponent is that of its
 // finite values and blocks without non-finite values are exactly libzfp's. The list costs 8
@@ -47,7 +54,7 @@
 
 namespace hcomm::codec {
 
-template <floating_element T>
+template <element T>
 struct zfp_codec {
   static constexpr codec_id id = codec_id::zfp;
   static constexpr std::string_view name = "zfp";
@@ -62,7 +69,7 @@ struct zfp_codec {
 
   // Bits per block: libzfp's floor(4 * rate + 0.5), at least 1 + exponent bits.
   static constexpr unsigned maxbits(unsigned rate) noexcept {
-    const unsigned b = 4 * rate, least = 1 + zfp_detail::traits<T>::ebits;
+    const unsigned b = 4 * rate, least = 1 + zfp_detail::traits<compute_of<T>>::ebits;
     return b > least ? b : least;
   }
   static constexpr std::size_t blocks(std::size_t n) noexcept { return n / 4 + (n % 4 != 0); }

@@ -34,6 +34,7 @@ HCOMM_BITS_INLINE unsigned popcount(std::uint64_t x) {
 #endif
 }
 HCOMM_BITS_INLINE unsigned popcount(std::uint32_t x) { return popcount(static_cast<std::uint64_t>(x)); }
+HCOMM_BITS_INLINE unsigned popcount(std::uint16_t x) { return popcount(static_cast<std::uint64_t>(x)); }
 
 // Leading and trailing zero bits of x != 0.
 HCOMM_HOST_DEVICE int clz64(std::uint64_t x) {

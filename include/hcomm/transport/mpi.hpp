@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "hcomm/core/checksum.hpp"
+#include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"
 
 namespace hcomm::mpi {
@@ -158,10 +159,38 @@ inline int ranks_sharing_this_host(MPI_Comm c) {
   return n;
 }
 
+// The MPI datatype of an element type; the 16-bit types travel as 16-bit words (MPI has no
+// bfloat16 or binary16 of its own), summed by sum_op<T>.
 template <class T>
 MPI_Datatype datatype_of() {
   if constexpr (std::is_same_v<T, float>) return MPI_FLOAT;
-  else return MPI_DOUBLE;
+  else if constexpr (std::is_same_v<T, double>) return MPI_DOUBLE;
+  else return MPI_UINT16_T;
+}
+
+namespace detail {
+template <class T>
+void half_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  const auto* a = static_cast<const T*>(in);
+  auto* b = static_cast<T*>(inout);
+  for (int i = 0; i < *len; ++i) b[i] = T(static_cast<float>(a[i]) + static_cast<float>(b[i]));
+}
+}  // namespace detail
+
+// The sum of the native collectives for T: MPI_SUM, or for a 16-bit type an operation (made
+// once, commutative) that adds in float and rounds each sum once to nearest even.
+template <class T>
+MPI_Op sum_op() {
+  if constexpr (half_element<T>) {
+    static const MPI_Op op = [] {
+      MPI_Op o = MPI_OP_NULL;
+      HCOMM_MPI_CHECK(MPI_Op_create(&detail::half_sum<T>, 1, &o));
+      return o;
+    }();
+    return op;
+  } else {
+    return MPI_SUM;
+  }
 }
 
 }  // namespace hcomm::mpi

@@ -130,12 +130,12 @@ struct mpi_host {
   template <class T>
   static void sum_allreduce(T* data, std::size_t n, comm_type c) {
     HCOMM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, mpi::count_of(n, "allreduce elements"), mpi::datatype_of<T>(),
-                                  MPI_SUM, c));
+                                  mpi::sum_op<T>(), c));
   }
   template <class T>
   static void sum_reduce_scatter(const T* in, T* out, std::size_t m, comm_type c) {
     HCOMM_MPI_CHECK(MPI_Reduce_scatter_block(in, out, mpi::count_of(m, "reduce_scatter elements"),
-                                             mpi::datatype_of<T>(), MPI_SUM, c));
+                                             mpi::datatype_of<T>(), mpi::sum_op<T>(), c));
   }
   template <class T>
   static void allgather(const T* in, T* out, std::size_t m, comm_type c) {

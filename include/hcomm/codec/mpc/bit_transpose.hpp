@@ -10,7 +10,7 @@ namespace hcomm::codec::mpc_detail {
 // Mask selecting the low j bits of every 2j-bit block: 0x0000FFFF, 0x00FF00FF, ... for j = 16, 8, ...
 template <class Word>
 HCOMM_HOST_DEVICE constexpr Word swap_mask_of(unsigned j) {
-  return static_cast<Word>(~Word(0) / ((Word(1) << j) + 1));
+  return static_cast<Word>(static_cast<Word>(~Word(0)) / ((Word(1) << j) + 1));
 }
 
 // Rounds of the recursive block-swap transposition on a W x Lanes matrix of words. Round J
@@ -64,7 +64,10 @@ HCOMM_MPC_INLINE void transpose_rounds(Word* m) {
 // bit (W-1-j). It is an involution: the decoder runs the same function.
 template <class Word, unsigned Lanes>
 HCOMM_MPC_INLINE void bit_transpose(Word* m) {
-  if constexpr (sizeof(Word) == 4) {
+  if constexpr (sizeof(Word) == 2) {
+    transpose_rounds<Word, Lanes, 8, 1>(m);   // round 8
+    transpose_rounds<Word, Lanes, 4, 3>(m);   // rounds 4, 2, 1
+  } else if constexpr (sizeof(Word) == 4) {
     transpose_rounds<Word, Lanes, 16, 2>(m);  // rounds 16, 8
     transpose_rounds<Word, Lanes, 4, 3>(m);   // rounds 4, 2, 1
   } else {

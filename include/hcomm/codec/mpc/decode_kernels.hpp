@@ -36,7 +36,7 @@ struct read_index_kernel {
 // bad[c] = 1 unless chunk c's size is possible for its value count, lies inside the body,
 // and its bitmaps announce exactly as many non-zero words as the size leaves room for.
 // Reads a bitmap only after checking that it lies inside the body.
-template <floating_element T>
+template <element T>
 struct check_chunk_kernel {
   using Word = word_of<T>;
   static constexpr unsigned W = sizeof(Word) * 8;
@@ -72,7 +72,7 @@ struct check_chunk_kernel {
 };
 
 // Decodes chunk c (already validated) into out.
-template <floating_element T>
+template <element T>
 struct decode_chunk_kernel {
   using Word = word_of<T>;
   using geo = geometry<Word>;

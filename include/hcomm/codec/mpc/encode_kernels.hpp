@@ -57,7 +57,7 @@ HCOMM_HOST_DEVICE std::size_t sample_group(std::size_t s, std::size_t samples, s
 // For one sampled group and every stride d in 1..32 at once (the strides are the 32 lanes),
 // runs delta - transposition - plane delta and counts the surviving non-zero words:
 // counts[s * 32 + d - 1]. The choice is made on exactly what the encoder would emit.
-template <floating_element T>
+template <element T>
 struct sample_dims_kernel {
   using Word = word_of<T>;
   static constexpr unsigned W = sizeof(Word) * 8;
@@ -120,7 +120,7 @@ struct pick_dim_kernel {
 // Pass 1: compresses chunk c into its worst-case slot of the scratch area and records its
 // size in words. Slot layout = the chunk's layout in the payload: one bitmap word per group
 // (bit k set = plane word k is non-zero), then the non-zero plane words, group by group.
-template <floating_element T>
+template <element T>
 struct encode_chunk_kernel {
   using Word = word_of<T>;
   using geo = geometry<Word>;
@@ -199,7 +199,7 @@ struct encode_chunk_kernel {
 // sizes: moves each chunk behind the batches before it (*done words) and writes its index
 // entry. A chunk that would end past the raw size is not written: the payload falls back to
 // raw then anyway (raw_fallback_kernel), and the packed bytes must not overrun the buffer.
-template <floating_element T>
+template <element T>
 struct gather_kernel {
   using Word = word_of<T>;
   using geo = geometry<Word>;
@@ -241,7 +241,7 @@ struct gather_kernel {
 
 // Host pipelining: index i encodes chunk i of one batch and moves chunk i of the batch
 // before it into place, so that the second pass's stores leave while the first pass computes.
-template <floating_element T>
+template <element T>
 struct encode_gather_kernel {
   encode_chunk_kernel<T> encode;
   std::size_t encode_count;
@@ -262,7 +262,7 @@ struct advance_kernel {
 
 // After all batches: when the packed payload would not be smaller than the raw values, chunk
 // c's raw values (over whatever the gather wrote).
-template <floating_element T>
+template <element T>
 struct raw_fallback_kernel {
   using Word = word_of<T>;
   const T* in;
@@ -281,7 +281,7 @@ struct raw_fallback_kernel {
 };
 
 // Writes the payload header (and the index padding) and the payload size: one work item.
-template <floating_element T>
+template <element T>
 struct finish_kernel {
   using Word = word_of<T>;
   std::size_t n;

@@ -2,8 +2,8 @@
 // its kernels share (the base of the other codec/mpc headers).
 //
 // Terms. A *chunk* is 1024 consecutive values, coded independently of the others. A *group*
-// is W consecutive values (W = 32 for float, 64 for double: the bits in a word); a chunk
-// holds L = 1024 / W groups. Inside a chunk the groups are laid out as a W x L word matrix
+// is W consecutive values (W = 16 for bf16 and f16, 32 for float, 64 for double: the bits in
+// a word); a chunk holds L = 1024 / W groups. Inside a chunk the groups are laid out as a W x L word matrix
 // (row k = word k of every group), so that every step of the bit transposition, the second
 // delta and the bitmap construction is one loop over L contiguous lanes that the compiler
 // vectorises (word_matrix.hpp, bit_transpose.hpp, plane_delta.hpp).

@@ -50,7 +50,8 @@ HCOMM_HOST_DEVICE void replace_nonfinite(T* v, unsigned m, unsigned mask) {
 }
 
 // Encodes group g (values [256g, 256g+256) of in) into its 4*rate words of stream and counts
-// its non-finite values into counts[g].
+// its non-finite values into counts[g]. A 16-bit T is coded block by block as the floats it
+// widens to (no copy of the input: the widening is part of the block load).
 template <class T>
 struct encode_group_kernel {
   const T* in;
@@ -76,23 +77,27 @@ struct encode_group_kernel {
           continue;
         }
       }
+      using C = compute_of<T>;
       const T* p = in + first + 4 * b;
       const unsigned m = nvals - 4 * b < 4 ? static_cast<unsigned>(nvals - 4 * b) : 4u;
-      T v[4] = {T(0), T(0), T(0), T(0)};
+      C v[4] = {C(0), C(0), C(0), C(0)};
       unsigned mask = 0;
       if (m == 4) {
-        std::memcpy(v, p, sizeof v);
+        if constexpr (half_element<T>)
+          for (unsigned i = 0; i < 4; ++i) v[i] = load_value(p[i]);
+        else
+          std::memcpy(v, p, sizeof v);
         // Non-finite values have the largest magnitude bit patterns: one test per block.
-        using U = typename traits<T>::U;
-        const U a0 = to_bits(v[0]) & traits<T>::absmask, a1 = to_bits(v[1]) & traits<T>::absmask;
-        const U a2 = to_bits(v[2]) & traits<T>::absmask, a3 = to_bits(v[3]) & traits<T>::absmask;
+        using U = typename traits<C>::U;
+        const U a0 = to_bits(v[0]) & traits<C>::absmask, a1 = to_bits(v[1]) & traits<C>::absmask;
+        const U a2 = to_bits(v[2]) & traits<C>::absmask, a3 = to_bits(v[3]) & traits<C>::absmask;
         const U a01 = a0 > a1 ? a0 : a1, a23 = a2 > a3 ? a2 : a3;
-        if ((a01 > a23 ? a01 : a23) >= traits<T>::expmask)
-          for (unsigned i = 0; i < 4; ++i) mask |= static_cast<unsigned>(is_nonfinite_bits<T>(to_bits(v[i]))) << i;
+        if ((a01 > a23 ? a01 : a23) >= traits<C>::expmask)
+          for (unsigned i = 0; i < 4; ++i) mask |= static_cast<unsigned>(is_nonfinite_bits<C>(to_bits(v[i]))) << i;
       } else {
         for (unsigned i = 0; i < m; ++i) {
-          v[i] = p[i];
-          mask |= static_cast<unsigned>(is_nonfinite_bits<T>(to_bits(v[i]))) << i;
+          v[i] = load_value(p[i]);
+          mask |= static_cast<unsigned>(is_nonfinite_bits<C>(to_bits(v[i]))) << i;
         }
       }
       if (mask) {
@@ -105,10 +110,10 @@ struct encode_group_kernel {
       if (m <= 3) v[3] = v[0];
       if (maxbits <= 64) {
         block_writer_small bw;
-        encode_block<T>(v, maxbits, bw);
+        encode_block<C>(v, maxbits, bw);
         wr.put(bw.acc, maxbits);
       } else {
-        encode_block<T>(v, maxbits, wr);
+        encode_block<C>(v, maxbits, wr);
       }
     }
     wr.flush();
@@ -116,7 +121,8 @@ struct encode_group_kernel {
   }
 };
 
-// Decodes group g of the stream (nwords words, followed by at least 8 more payload bytes).
+// Decodes group g of the stream (nwords words, followed by at least 8 more payload bytes). A
+// 16-bit T is decoded block by block as floats and rounded to nearest even into out.
 template <class T>
 struct decode_group_kernel {
   const unsigned char* stream;  // little-endian 64-bit words, possibly unaligned
@@ -135,17 +141,21 @@ struct decode_group_kernel {
     std::size_t p = g * group_blocks * maxbits;
     std::size_t b = 0;
     if constexpr (Batches::template codes<T>) Batches::decode(rd, maxbits, nvals, out + first, b, p);
+    using C = compute_of<T>;
     for (; b < nblk; ++b, p += maxbits) {
       T* o = out + first + 4 * b;
-      T v[4];
-      T* dst = nvals - 4 * b >= 4 ? o : v;
+      C v[4];
+      C* dst = v;
+      if constexpr (!half_element<T>) dst = nvals - 4 * b >= 4 ? o : v;
       if (maxbits <= 64) {
-        decode_block<T>(block_source_small{rd.peek(p) & low_mask(maxbits)}, maxbits, dst);
+        decode_block<C>(block_source_small{rd.peek(p) & low_mask(maxbits)}, maxbits, dst);
       } else {
-        decode_block<T>(block_source_stream{&rd, p}, maxbits, dst);
+        decode_block<C>(block_source_stream{&rd, p}, maxbits, dst);
       }
-      if (dst == v)
-        for (std::size_t j = 0; j < nvals - 4 * b; ++j) o[j] = v[j];
+      if (dst == v) {
+        const std::size_t m = nvals - 4 * b < 4 ? nvals - 4 * b : 4;
+        for (std::size_t j = 0; j < m; ++j) store_value(o + j, v[j]);
+      }
     }
   }
 };

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "hcomm/core/bits.hpp"
+#include "hcomm/core/dtype.hpp"
 #include "hcomm/core/macros.hpp"
 
 // The block coders are forced inline into the group loops so that the bit writer/reader
@@ -60,6 +61,45 @@ struct traits<double> {
   static constexpr U expmask = 0x7ff0000000000000ull;
   static constexpr U nbmask = 0xaaaaaaaaaaaaaaaaull;
 };
+
+// The 16-bit types are coded as the float32 values they widen to (compute_of<T>); their own
+// traits say only what the non-finite side list needs of their bit patterns.
+template <>
+struct traits<bf16> {
+  using U = std::uint16_t;
+  static constexpr U absmask = 0x7fffu;
+  static constexpr U expmask = 0x7f80u;
+};
+template <>
+struct traits<f16> {
+  using U = std::uint16_t;
+  static constexpr U absmask = 0x7fffu;
+  static constexpr U expmask = 0x7c00u;
+};
+
+// A stored value as the type it is coded in (16-bit types widen exactly to float), and a
+// decoded value back (16-bit types round to nearest even).
+template <class T>
+HCOMM_HOST_DEVICE compute_of<T> load_value(const T& x) {
+  if constexpr (half_element<T>) {
+    const std::uint32_t u = widen_bits<T>(x.bits);
+    float v;
+    std::memcpy(&v, &u, sizeof v);
+    return v;
+  } else {
+    return x;
+  }
+}
+template <class T>
+HCOMM_HOST_DEVICE void store_value(T* dst, compute_of<T> v) {
+  if constexpr (half_element<T>) {
+    std::uint32_t u;
+    std::memcpy(&u, &v, sizeof u);
+    *dst = T::from_bits(narrow_bits<T>(u));
+  } else {
+    *dst = v;
+  }
+}
 
 // ---- value <-> bits --------------------------------------------------------------------------
 template <class T>

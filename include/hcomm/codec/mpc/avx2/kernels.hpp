@@ -31,13 +31,13 @@
 #define HCOMM_MPC_AVX2_TARGET __attribute__((target("avx2,popcnt")))
 
 namespace hcomm::codec::mpc_detail {
-template <floating_element T>
+template <element T>
 struct sample_dims_kernel;
-template <floating_element T>
+template <element T>
 struct encode_chunk_kernel;
-template <floating_element T>
+template <element T>
 struct gather_kernel;
-template <floating_element T>
+template <element T>
 struct decode_chunk_kernel;
 
 namespace avx2 {
@@ -48,7 +48,7 @@ inline constexpr std::size_t stream_bytes = std::size_t(8) << 20;
 
 namespace hcomm::cpu {
 
-template <floating_element T>
+template <element T>
 struct avx2_variant<codec::mpc_detail::sample_dims_kernel<T>> {
   static constexpr bool available = true;
   HCOMM_MPC_AVX2_TARGET static void run(const codec::mpc_detail::sample_dims_kernel<T>& k, std::size_t s) {
@@ -153,6 +153,23 @@ struct avx2_variant<codec::mpc_detail::decode_chunk_kernel<T>> {
       avx2::decode_f32(src, packed, groups, k.dim, count, dst, stream, next, next_end);
     else
       avx2::decode_f64(src, packed, groups, k.dim, count, dst, stream, next, next_end);
+  }
+};
+
+// 16-bit chunks: the portable bodies compiled for AVX2 (the compiler vectorises their
+// loops over the 64 lanes of a chunk); the gather keeps its portable memcpy.
+template <half_element T>
+struct avx2_variant<codec::mpc_detail::encode_chunk_kernel<T>> {
+  static constexpr bool available = true;
+  HCOMM_MPC_AVX2_TARGET static void run(const codec::mpc_detail::encode_chunk_kernel<T>& k, std::size_t c) {
+    k.body(c);
+  }
+};
+template <half_element T>
+struct avx2_variant<codec::mpc_detail::decode_chunk_kernel<T>> {
+  static constexpr bool available = true;
+  HCOMM_MPC_AVX2_TARGET static void run(const codec::mpc_detail::decode_chunk_kernel<T>& k, std::size_t c) {
+    k.body(c);
   }
 };
 

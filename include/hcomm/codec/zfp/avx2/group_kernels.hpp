@@ -4,7 +4,9 @@
 // A variant is the portable group loop compiled for AVX2 (+BMI2, LZCNT), with runs of 8 whole
 // float blocks of finite values at 12..64 bits (rates 3..16, the common case) handed to the
 // batch coders (encode_batch.hpp, decode_batch.hpp); doubles, wider blocks, partial batches
-// and blocks with NaN/Inf still go block by block. The bytes are the portable body's.
+// and blocks with NaN/Inf still go block by block. 16-bit values take the same batch coders:
+// a batch's 32 values are widened into a float array on the stack before it is coded, and
+// decoded batches are rounded back from one. The bytes are the portable body's.
 #pragma once
 #include "hcomm/core/cpu_features.hpp"
 
@@ -31,7 +33,7 @@ namespace avx2 {
 // is, and call the batch coders, which are too.
 struct batches {
   template <class T>
-  static constexpr bool codes = std::is_same_v<T, float>;
+  static constexpr bool codes = std::is_same_v<T, float> || half_element<T>;
   static constexpr int blocks = batch_lanes;
 
   // Codes blocks b .. b+7 of the group (values in[4b ..]) when they are 8 whole blocks of
@@ -56,6 +58,37 @@ struct batches {
       }
     }
     return false;
+  }
+
+  // The same for 16-bit values, through their widened floats.
+  template <half_element H>
+  HCOMM_ZFP_INLINE static bool encode(const H* in, std::size_t nvals, std::size_t b, unsigned maxbits,
+                                      word_writer& wr) {
+    if (maxbits >= 12 && maxbits <= 64 && b % batch_lanes == 0 && nvals >= 4 * (b + batch_lanes)) {
+      alignas(32) float w[4 * batch_lanes];
+      for (int i = 0; i < 4 * batch_lanes; ++i) w[i] = load_value(in[4 * b + i]);
+      return encode(w, 4 * batch_lanes, 0, maxbits, wr);
+    }
+    return false;
+  }
+  template <half_element H>
+  HCOMM_ZFP_INLINE static void decode(const word_reader& rd, unsigned maxbits, std::size_t nvals, H* out,
+                                      std::size_t& b, std::size_t& p) {
+    if (maxbits >= 12 && maxbits <= 64) {
+      constexpr std::size_t per = 8;  // batches per float array
+      const std::size_t batches = nvals / (4 * batch_lanes);
+      alignas(32) float w[per * 4 * batch_lanes];
+      for (std::size_t k = 0; k < batches; k += per) {
+        const std::size_t m = batches - k < per ? batches - k : per;
+        const std::size_t at = p + k * batch_lanes * maxbits;
+        if (maxbits <= 32) decode_batches_f32_avx2<false>(rd, at, maxbits, m, w);
+        else decode_batches_f32_avx2<true>(rd, at, maxbits, m, w);
+        H* o = out + k * 4 * batch_lanes;
+        for (std::size_t i = 0; i < m * 4 * batch_lanes; ++i) store_value(o + i, w[i]);
+      }
+      b = batches * batch_lanes;
+      p += b * maxbits;
+    }
   }
 
   // Decodes the group's whole batches of 8 blocks (values out[0 ..]) at 12..64 bits from
