@@ -164,6 +164,22 @@ int main(int argc, char** argv) {
                                                                hcomm::transport::device_transport::mpi_staged);
   CHECK(std::string(picked) == "mpi_staged", "with_device_transport(mpi_staged)");
   unsetenv("HCOMM_DEVICE_TRANSPORT");
+  {  // HCOMM_MPI_CUDA_AWARE=1 says yes whatever MPI answers: mpi_device then starts (here on host memory)
+    setenv("HCOMM_MPI_CUDA_AWARE", "1", 1);
+    CHECK(hcomm::transport::default_device_transport() == hcomm::transport::device_transport::mpi_device,
+          "HCOMM_MPI_CUDA_AWARE=1");
+    alg::options opt;
+    opt.threshold_bytes = 0;
+    opt.segment_bytes = 1024;
+    alg::basic_context<hcomm::exec::host_check, hcomm::transport::mpi_device> gx(MPI_COMM_WORLD, opt, "mpi_device");
+    alg::context hx(MPI_COMM_WORLD, opt, "host");
+    const auto cfg = hcomm::codec::parse_config("zfp:8");
+    std::vector<float> a = data_of<float>(t::world_rank(), 5000, 9), b = a;
+    alg::allreduce(hx, cfg, std::span<float>(a));
+    alg::allreduce(gx, cfg, std::span<float>(b));
+    CHECK(same(a, b), "mpi_device (forced) allreduce equals the host's");
+    unsetenv("HCOMM_MPI_CUDA_AWARE");
+  }
 #endif
   try {
     const setting settings[] = {
