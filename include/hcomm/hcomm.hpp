@@ -50,6 +50,8 @@
 #include "hcomm/algorithm/ring.hpp"
 #include "hcomm/algorithm/broadcast.hpp"
 #include "hcomm/comm/communicator.hpp"
+#include "hcomm/comm/device_span.hpp"
+#include "hcomm/comm/device_communicator.hpp"
 #include "hcomm/comm/scheme.hpp"
 #include "hcomm/comm/bundle.hpp"
 #include "hcomm/comm/registry.hpp"

@@ -5,7 +5,7 @@
 // - run time, on a device: the staged context (and the CUDA-aware one, when this MPI reports
 //   CUDA support) gives exactly the bytes of the host context for none, mpc, zfp:8, zfp:16,
 //   bf16 and int8:64, all ranks identical; a host buffer passed to a device context is an
-//   hcomm::error naming the argument.
+//   hcomm::error naming the argument, through the context and through device_communicator.
 // Without a usable device every rank prints "SKIPPED: ..." and exits 77 (ctest: skipped).
 #include <mpi.h>
 
@@ -19,6 +19,7 @@
 #include "hcomm/algorithm/broadcast.hpp"
 #include "hcomm/algorithm/p2p.hpp"
 #include "hcomm/algorithm/ring.hpp"
+#include "hcomm/comm/device_communicator.hpp"
 #include "hcomm/exec/cuda.hpp"
 #include "hcomm/transport/device_transport.hpp"
 
@@ -56,6 +57,24 @@ template void all_collectives<float, device_context>(device_context&, const hcom
                                                      float*, std::size_t);
 template void all_collectives<double, device_context>(device_context&, const hcomm::codec::config&, double*, double*,
                                                       double*, std::size_t);
+
+}  // namespace
+
+// The typed communicators on exec::cuda, every operation their axis offers, both transports.
+template class hcomm::device_communicator<hcomm::exec::cuda, hcomm::transport::mpi_staged, hcomm::ParallelAxis<hcomm::DP>,
+                                          hcomm::Compressor<hcomm::Lossy<8>>, hcomm::ErrorFeedback>;
+template class hcomm::device_communicator<hcomm::exec::cuda, hcomm::transport::mpi_device, hcomm::ParallelAxis<hcomm::DP>,
+                                          hcomm::Compressor<hcomm::Lossy<8>>, hcomm::ErrorFeedback>;
+template class hcomm::device_communicator<hcomm::exec::cuda, hcomm::transport::mpi_staged, hcomm::ParallelAxis<hcomm::PP>,
+                                          hcomm::Compressor<hcomm::Lossless>>;
+template class hcomm::device_communicator<hcomm::exec::cuda, hcomm::transport::mpi_device, hcomm::ParallelAxis<hcomm::TP>,
+                                          hcomm::Compressor<hcomm::Lossy<16>>>;
+
+namespace {
+
+using dp_cuda = hcomm::device_communicator<hcomm::exec::cuda, tr::mpi_staged, hcomm::ParallelAxis<hcomm::DP>,
+                                           hcomm::Compressor<hcomm::Lossy<8>>, hcomm::ErrorFeedback>;
+using dp_host = hcomm::communicator<hcomm::ParallelAxis<hcomm::DP>, hcomm::Compressor<hcomm::Lossy<8>>, hcomm::ErrorFeedback>;
 
 int failures = 0;
 void check(bool ok, const std::string& what, int rank) {
@@ -206,6 +225,27 @@ int main(int argc, char** argv) {
         if (rank == 0) std::printf("host buffer refused: %s\n", e.what());
       }
       check(refused, "host buffer passed to exec::cuda: invalid_argument naming it", rank);
+      // the typed communicator: the same bytes as the host's, and the same refusal
+      {
+        dp_cuda dp(MPI_COMM_WORLD, opt, ex);
+        dp_host hp(MPI_COMM_WORLD, opt);
+        const std::size_t n = 4099 * static_cast<std::size_t>(size);
+        std::vector<float> a = field<float>(n, rank, 7);
+        dbuf<float> d(n);
+        d.put(a);
+        for (int step = 0; step < 2; ++step) {
+          hp.allreduce(std::span<float>(a));
+          dp.allreduce(hcomm::device_span<float>(d.p, n));
+          check(same(a, d.get()), "device_communicator allreduce step " + std::to_string(step), rank);
+        }
+        bool typed_refused = false;
+        try {
+          dp.allreduce(hcomm::device_span<float>(host.data(), host.size()));
+        } catch (const hcomm::error& e) {
+          typed_refused = e.code() == hcomm::errc::invalid_argument;
+        }
+        check(typed_refused, "host buffer passed to device_communicator<exec::cuda>", rank);
+      }
       // uncompressed (below the threshold): MPI's own collectives over staging
       alg::options raw = opt;
       raw.threshold_bytes = std::size_t{1} << 30;
