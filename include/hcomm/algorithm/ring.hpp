@@ -76,11 +76,15 @@ inline constexpr int tag_second_part = 2;
 // on (the peers are not left waiting); the error is thrown by the caller at the end.
 //
 // With a staging transport (Transport::stages<Exec>) the slots and second parts are host
-// staging (workspace::wire): a frame is compressed into the executor's frame scratch, copied
-// into its slot on the stream, and the host waits for the stream once before posting the
-// send; a received frame is copied from its slot into the frame scratch and decoded there
-// (the engine's decode reads the header on the host, so the copy is complete, and the slot
-// free for its next receive, when the decode returns).
+// staging (workspace::wire): a frame is compressed into the executor's frame scratch and
+// copied into its slot on the stream. Where the slot is the codec's typical frame (a slot
+// below the codec's bound: ZFP, bf16, int8) the slot's worth of bytes is copied right behind
+// the encode, before the host knows the size, so the host waits for the stream once per
+// frame, for its size, and finds the bytes staged (a frame longer than the slot has its rest
+// copied after); otherwise (a slot above the bound: MPC, none) the host reads the size, then
+// copies exactly the frame and waits again. A received frame is copied from its slot into
+// the frame scratch and decoded there (the engine's decode reads the header on the host, so
+// the copy is complete, and the slot free for its next receive, when the decode returns).
 template <class T, class Cx>
 void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T* residual, bool do_rs, bool do_ag,
                    deferred_error& err) {
@@ -204,13 +208,37 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
       return false;
     }
   };
+  // Staged, slot below the bound: encode, copy the slot's worth behind it, one wait for the
+  // size (the copy is before it on the stream), the rest of a longer frame after. The frame
+  // size on the host.
+  std::uint64_t* size_word = staged ? ws.size_word() : nullptr;
+  const bool copy_ahead = staged && slot <= bound;
+  auto compress_staged = [&](const T* src, std::size_t len, int i, std::size_t k) -> std::size_t {
+    const double t0 = Tr::now();
+    cx.engine().compress_async(c, src, len, frame, bound, size_word);
+    ex.copy(slot_at(i, k), frame, slot);
+    std::uint64_t got = 0;
+    ex.to_host(&got, size_word, sizeof got);  // waits for the stream: the size, and the slot staged
+    const std::size_t bytes = static_cast<std::size_t>(got);
+    if (bytes >= slot) {
+      ex.copy((*rest[i])[k].ensure(bytes - slot), frame + slot, bytes - slot);
+      ex.synchronize();
+    }
+    cx.counters().compress_seconds += Tr::now() - t0;
+    return bytes;
+  };
   // Compresses src[0, len) into slot (i, k) and sends it with tag. Lossy codecs record the
   // loss into res; with keep_decoded the source is replaced by the decoded values (the owner
   // keeps what the others will decode). The send is posted before the decode-back, which so
   // runs while the frame is on the wire.
   auto compress_send = [&](T* src, T* res, std::size_t len, int i, std::size_t k, bool keep_decoded, int tag) {
-    const std::size_t bytes = cx.compress(c, src, len, frame, bound);
-    place(i, k, bytes);
+    std::size_t bytes = 0;
+    if (copy_ahead && !cx.opts().tamper) {  // (the test hook sees the frame before it is staged)
+      bytes = compress_staged(src, len, i, k);
+    } else {
+      bytes = cx.compress(c, src, len, frame, bound);
+      place(i, k, bytes);
+    }
     send(i, k, bytes, len, tag);
     if (lossy && (res || keep_decoded)) {
       T* dec = ws.template scratch<T>(E);

@@ -15,6 +15,7 @@
 #pragma once
 #include <array>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <type_traits>
 #include <vector>
@@ -57,6 +58,7 @@ class workspace {
         scratch_(ex),
         work_(ex),
         frame_(ex),
+        word_(ex),
         staging_(wire_mem_) {}
   workspace(const workspace&) = delete;
   workspace& operator=(const workspace&) = delete;
@@ -80,6 +82,8 @@ class workspace {
   T* work(std::size_t n) { return work_.template as<T>(n); }
   // One whole frame: compressed into, or reassembled from two parts.
   std::byte* frame(std::size_t bytes) { return frame_.ensure(bytes); }
+  // One frame size, written by the codec engine on the executor (compress_async).
+  std::uint64_t* size_word() { return word_.template as<std::uint64_t>(1); }
   // Second parts of the frames that did not fit their slot, per slot set; kept here so that
   // they outlive any request on them.
   std::vector<wire_buffer_type>& overflow(int i, std::size_t n) {
@@ -120,7 +124,7 @@ class workspace {
   wire_memory wire_mem_;
   std::array<buffer_type, 3> bufs_;
   std::array<wire_buffer_type, 3> wire_;  // used when staged
-  buffer_type scratch_, work_, frame_;
+  buffer_type scratch_, work_, frame_, word_;
   wire_buffer_type staging_;
   std::array<std::vector<wire_buffer_type>, 3> overflow_;
   std::array<std::vector<std::size_t>, 3> sizes_;
