@@ -5,9 +5,16 @@
 // the results, residuals and byte counts must be bitwise the same. Raw (below the threshold),
 // the identity codec through the ring, mpc, zfp, bf16 and int8; float and double; several
 // segments.
+//
+// Built twice: as is (host_check over transport::mpi_host, which reads its memory directly),
+// and with HCOMM_TEST_STAGED (host_check over transport::mpi_staged: every frame and every
+// uncompressed message copied through host staging, which host_check poisons, so a frame not
+// staged arrives as 0xA5 bytes and fails the comparison); the second also checks the run-time
+// transport choice and that mpi_device refuses an MPI without CUDA support.
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <cstring>
 #include <span>
@@ -18,12 +25,20 @@
 #include "hcomm/algorithm/p2p.hpp"
 #include "hcomm/algorithm/ring.hpp"
 #include "hcomm/exec/host_check.hpp"
+#include "hcomm/transport/device_transport.hpp"
 #include "mpi_check.hpp"
 
 namespace {
 
 namespace alg = hcomm::algorithm;
-using check_context = alg::basic_context<hcomm::exec::host_check>;
+#if defined(HCOMM_TEST_STAGED)
+using check_transport = hcomm::transport::mpi_staged;
+static_assert(hcomm::transport::mpi_staged::stages<hcomm::exec::host_check>);
+static_assert(!hcomm::transport::mpi_staged::stages<hcomm::exec::host>);
+#else
+using check_transport = hcomm::transport::mpi_host;
+#endif
+using check_context = alg::basic_context<hcomm::exec::host_check, check_transport>;
 static_assert(std::is_same_v<alg::context, alg::basic_context<hcomm::exec::host, hcomm::transport::mpi_host>>);
 static_assert(hcomm::transport::mpi_host::reaches<hcomm::exec::host_check>);
 
@@ -54,7 +69,7 @@ void run(const setting& s, std::size_t m) {
   opt.segment_bytes = 1024;
   opt.native_uncompressed = s.native;
   alg::context hx(MPI_COMM_WORLD, opt, "host");
-  check_context dx(MPI_COMM_WORLD, opt, "host_check");
+  check_context dx(MPI_COMM_WORLD, opt, check_transport::name);
   const auto cfg = hcomm::codec::parse_config(s.codec);
   const bool lossy = hcomm::codec::is_lossy(cfg);
   const std::string tag = std::string(s.codec) + (s.native ? "" : "/ring") + " threshold=" +
@@ -124,6 +139,71 @@ void run(const setting& s, std::size_t m) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
+#if defined(HCOMM_TEST_STAGED)
+  // This MPI has no CUDA support (the test unsets any override): the default is staging, and
+  // a context forced onto mpi_device says why it cannot start.
+  unsetenv("HCOMM_MPI_CUDA_AWARE");
+  unsetenv("HCOMM_DEVICE_TRANSPORT");
+  if (hcomm::transport::mpi_library_cuda_support() != 1) {
+    CHECK(hcomm::transport::default_device_transport() == hcomm::transport::device_transport::mpi_staged,
+          "default device transport without CUDA-aware MPI");
+    bool refused = false;
+    try {
+      alg::basic_context<hcomm::exec::host, hcomm::transport::mpi_device> bad(MPI_COMM_WORLD);
+    } catch (const hcomm::error& e) {
+      refused = e.code() == hcomm::errc::unsupported && std::string(e.what()).find("mpi_device") != std::string::npos &&
+                std::string(e.what()).find("mpi_staged") != std::string::npos;
+      if (t::world_rank() == 0) std::printf("mpi_device refused: %s\n", e.what());
+    }
+    CHECK(refused, "mpi_device without a CUDA-aware MPI: errc::unsupported naming the alternative");
+  }
+  setenv("HCOMM_DEVICE_TRANSPORT", "device", 1);
+  CHECK(hcomm::transport::default_device_transport() == hcomm::transport::device_transport::mpi_device,
+        "HCOMM_DEVICE_TRANSPORT=device");
+  const char* picked = hcomm::transport::with_device_transport([](auto tr) { return decltype(tr)::name; },
+                                                               hcomm::transport::device_transport::mpi_staged);
+  CHECK(std::string(picked) == "mpi_staged", "with_device_transport(mpi_staged)");
+  unsetenv("HCOMM_DEVICE_TRANSPORT");
+  {  // HCOMM_MPI_CUDA_AWARE=1 says yes whatever MPI answers: mpi_device then starts (here on host memory)
+    setenv("HCOMM_MPI_CUDA_AWARE", "1", 1);
+    CHECK(hcomm::transport::default_device_transport() == hcomm::transport::device_transport::mpi_device,
+          "HCOMM_MPI_CUDA_AWARE=1");
+    alg::options opt;
+    opt.threshold_bytes = 0;
+    opt.segment_bytes = 1024;
+    alg::basic_context<hcomm::exec::host_check, hcomm::transport::mpi_device> gx(MPI_COMM_WORLD, opt, "mpi_device");
+    alg::context hx(MPI_COMM_WORLD, opt, "host");
+    const auto cfg = hcomm::codec::parse_config("zfp:8");
+    std::vector<float> a = data_of<float>(t::world_rank(), 5000, 9), b = a;
+    alg::allreduce(hx, cfg, std::span<float>(a));
+    alg::allreduce(gx, cfg, std::span<float>(b));
+    CHECK(same(a, b), "mpi_device (forced) allreduce equals the host's");
+    unsetenv("HCOMM_MPI_CUDA_AWARE");
+  }
+  try {  // frames larger than their ring slot (ZFP with many NaN): second parts through staging too
+    alg::options opt;
+    opt.threshold_bytes = 0;
+    opt.segment_bytes = 1024;
+    alg::context hx(MPI_COMM_WORLD, opt, "host");
+    check_context dx(MPI_COMM_WORLD, opt, "staged");
+    const auto cfg = hcomm::codec::parse_config("zfp:8");
+    const std::size_t n = 4000 * static_cast<std::size_t>(t::world_size());
+    std::vector<float> a = data_of<float>(t::world_rank(), n, 8);
+    for (std::size_t i = 0; i < n; i += 2) a[i] = std::nanf("");
+    std::vector<float> b = a, ga(n), gb(n);
+    alg::allreduce(hx, cfg, std::span<float>(a));
+    alg::allreduce(dx, cfg, std::span<float>(b));
+    CHECK(same(a, b), "NaN-heavy allreduce (second parts)");
+    std::vector<float> in(b.begin(), b.begin() + 4000);
+    alg::allgather(hx, cfg, std::span<const float>(in), std::span<float>(ga));
+    alg::allgather(dx, cfg, std::span<const float>(in), std::span<float>(gb));
+    CHECK(same(ga, gb), "NaN-heavy allgather (second parts)");
+    CHECK(hx.counters().wire_bytes == dx.counters().wire_bytes, "NaN-heavy wire bytes");
+    CHECK(hx.counters().wire_bytes > 2 * n, "NaN-heavy frames are large");
+  } catch (const hcomm::error& e) {
+    CHECK(false, std::string("NaN-heavy collectives: ") + e.what());
+  }
+#endif
   try {
     const setting settings[] = {
         {"none", std::size_t{1} << 30, true},  // everything raw: the transport's own collectives
@@ -142,5 +222,9 @@ int main(int argc, char** argv) {
   } catch (const hcomm::error& e) {
     CHECK(false, std::string("unexpected hcomm::error: ") + e.what());
   }
+  #if defined(HCOMM_TEST_STAGED)
+  return t::finish("staged transport");
+#else
   return t::finish("second executor");
+#endif
 }

@@ -7,7 +7,9 @@
 // the same frames; with a lossy codec the root also replaces its buffer by the decoded
 // values, so all ranks end bitwise identical. (No segment pipelining here: the frames are
 // broadcast once all are compressed.) Below options::threshold_bytes: the transport's own
-// broadcast of the values. Buffers live in the context's executor memory.
+// broadcast of the values. Buffers live in the context's executor memory; a staging
+// transport (transport/mpi_staged.hpp) gets the run of frames copied to host staging on the
+// root and back into executor memory on the others before they decode.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -16,6 +18,7 @@
 #include <string>
 
 #include "hcomm/algorithm/context.hpp"
+#include "hcomm/algorithm/native.hpp"
 
 namespace hcomm::algorithm {
 
@@ -31,12 +34,12 @@ void broadcast(Cx& cx, codec::config cfg, std::span<T> data, int root) {
     fail(errc::invalid_argument,
          cx.label() + " broadcast: root " + std::to_string(root) + " is not a rank of this communicator (size " +
              std::to_string(p) + ")");
+  cx.check_buffer(data.data(), data.size(), "broadcast data");
   cx.check_same(op_id::broadcast, data.size(), dtype_of<T>, c, root, "root");
   const std::size_t n = data.size();
   if (n == 0 || p == 1) return;
   if (go_raw<T>(cx, c, n)) {
-    if constexpr (Cx::executor_type::is_device) cx.executor().synchronize();
-    Tr::broadcast_values(data.data(), n, root, cx.comm());
+    native_broadcast(cx, data.data(), n, root);
     if (r == root) {
       cx.counters().raw_bytes += n * sizeof(T);
       cx.counters().wire_bytes += n * sizeof(T);
@@ -71,7 +74,16 @@ void broadcast(Cx& cx, codec::config cfg, std::span<T> data, int root) {
     total += sz[k];
   }
   std::byte* buf = ws.buffer(0, total);
-  Tr::broadcast_bytes(buf, total, root, cx.comm());
+  if constexpr (detail::staged_v<Cx>) {
+    const auto& ex = cx.executor();
+    std::byte* wire = ws.wire(0, total);
+    if (r == root) ex.copy(wire, buf, total);
+    ex.synchronize();
+    Tr::broadcast_bytes(wire, total, root, cx.comm());
+    if (r != root) ex.copy(buf, wire, total);
+  } else {
+    Tr::broadcast_bytes(buf, total, root, cx.comm());
+  }
   if (r == root) return;
   deferred_error err;
   std::size_t at = 0;

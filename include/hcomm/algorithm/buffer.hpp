@@ -1,4 +1,5 @@
-// hcomm/algorithm/buffer.hpp: a grow-only byte buffer in an executor's memory.
+// hcomm/algorithm/buffer.hpp: a grow-only byte buffer in an executor's memory (or any memory
+// space, exec/memory_space.hpp: an executor's host staging, exec/host_staging.hpp).
 //
 //   hcomm::algorithm::exec_buffer<hcomm::exec::host> b{ex};
 //   std::byte* p = b.ensure(1 << 20);   // allocated through ex; later calls reuse it
@@ -11,11 +12,11 @@
 #include <cstddef>
 #include <utility>
 
-#include "hcomm/exec/executor.hpp"
+#include "hcomm/exec/memory_space.hpp"
 
 namespace hcomm::algorithm {
 
-template <exec::executor Exec>
+template <exec::memory_space Exec>
 class exec_buffer {
  public:
   explicit exec_buffer(const Exec& ex = {}) : ex_(ex) {}

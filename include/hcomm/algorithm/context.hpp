@@ -14,8 +14,14 @@
 // Memory belongs to the executor: frame buffers, scratch, frame slots and the residual are
 // allocated through it (the data the collectives are given lives there too); the transport
 // moves bytes between ranks and must be able to reach that memory (transport::mpi_host:
-// host memory). Device buffers with a host-memory transport go through
-// hcomm/comm/cuda_staging.hpp.
+// host memory; transport::mpi_staged: any executor with host staging, frames copied through
+// it; transport::mpi_device: device memory, with a CUDA-aware MPI). Whole device buffers
+// staged and coded on the host: hcomm/comm/cuda_staging.hpp.
+//
+//   hcomm::algorithm::basic_context<hcomm::exec::cuda, hcomm::transport::mpi_staged> gx(comm, {}, "dp", ex);
+//
+// A device context checks the buffers its collectives are given (executor hook
+// check_device_pointer: a host buffer passed to exec::cuda is an hcomm::error naming it).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -43,8 +49,9 @@ template <exec::executor Exec = exec::host, class Transport = transport::mpi_hos
 class basic_context {
   static_assert(Transport::template reaches<Exec>,
                 "hcomm: basic_context<Exec, Transport>: the transport cannot reach this executor's memory "
-                "(transport::mpi_host needs host memory: stage device buffers with hcomm/comm/cuda_staging.hpp, "
-                "or specialise transport::host_addressable for an executor whose memory is host memory)");
+                "(transport::mpi_host needs host memory: for device memory use transport::mpi_staged "
+                "(hcomm/transport/mpi_staged.hpp) or, with a CUDA-aware MPI, transport::mpi_device; or specialise "
+                "transport::host_addressable for an executor whose memory is host memory)");
   static_assert(codec::has_identity<Codecs>(),
                 "hcomm: basic_context<..., Codecs>: the codec list needs an identity codec (none_codec): "
                 "uncompressed messages are its frames");
@@ -65,6 +72,8 @@ class basic_context {
         eng_(ex),
         ws_(ex),
         res_(ex) {
+    // A transport that depends on the MPI library (CUDA-aware MPI) says here when it cannot run.
+    if constexpr (requires { Transport::check_available(); }) Transport::check_available();
     rank_ = Transport::rank(comm_.get());
     size_ = Transport::size(comm_.get());
     const int sharing = Transport::ranks_sharing_host_and_fit_threads(comm_.get());
@@ -189,9 +198,23 @@ class basic_context {
   }
 
   // Test hook (options::tamper): applied to each frame this rank compresses before it is
-  // sent (the executor's memory is host memory wherever the transport reads it).
+  // sent, in the executor's memory (so only where that is host memory).
   void before_send(std::byte* frame, std::size_t bytes) {
-    if (opt_.tamper) opt_.tamper(std::span<std::byte>(frame, bytes));
+    if (!opt_.tamper) return;
+    if constexpr (!transport::host_addressable<Exec>::value)
+      fail(errc::invalid_argument, label_ + ": options::tamper needs an executor whose memory is host memory");
+    else opt_.tamper(std::span<std::byte>(frame, bytes));
+  }
+
+  // Entry points: a buffer of n values given to a device context must be the executor's
+  // memory (executor hook check_device_pointer; host executors have nothing to check).
+  // `what` names the operation and argument, e.g. "allreduce data".
+  void check_buffer(const void* p, std::size_t n, const char* what) const {
+    if constexpr (Exec::is_device && requires { ex_.check_device_pointer(p, what); }) {
+      if (n == 0 || p == nullptr) return;
+      const std::string name = label_ + " " + what;
+      ex_.check_device_pointer(p, name.c_str());
+    }
   }
 
   // Bookkeeping of one operation's wall time (stats.hpp).

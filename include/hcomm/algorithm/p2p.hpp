@@ -13,7 +13,11 @@
 // codec, so a receiver that expects something else throws errc::mismatch saying what
 // differed. A corrupted frame (checksum) is reported after the rest of the message has been
 // received (the sender is not left blocked); a protocol mismatch cancels the receives not
-// yet matched. Frame slots live in the context's executor memory.
+// yet matched. Frame slots live in the context's executor memory, or, with a staging
+// transport (transport/mpi_staged.hpp), in its host staging: a frame is compressed in the
+// executor's memory and copied to its slot (the host waits for the stream once per frame
+// before the send), a received frame is copied back before it is decoded, and an
+// uncompressed message is staged whole as [header][values] (the same bytes on the wire).
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -25,6 +29,7 @@
 #include <vector>
 
 #include "hcomm/algorithm/context.hpp"
+#include "hcomm/algorithm/native.hpp"
 #include "hcomm/codec/frame.hpp"
 
 namespace hcomm::algorithm {
@@ -90,6 +95,7 @@ class basic_request {
         const std::size_t got = Tr::received_bytes(st);
         if (raw_) {
           check_raw(cx, buf, got);
+          if constexpr (detail::staged_v<Cx>) cx.executor().copy(out_, buf + codec::header_bytes, n_ * elem_);
         } else {
           const std::size_t off = k * seg_, len = std::min(seg_, n_ - off);
           decode(cx, buf + k * slot_bytes_, got, off, len);
@@ -103,6 +109,8 @@ class basic_request {
         }
       }
     }
+    // Staged: no copy from the slot may be pending when it goes back to the pool.
+    if constexpr (detail::staged_v<Cx>) cx.executor().synchronize();
     release();
     err.raise();
   }
@@ -114,6 +122,11 @@ class basic_request {
   friend basic_request<C> irecv(C&, codec::config, std::span<T>, int, int);
 
   void decode(Cx& cx, const std::byte* frame, std::size_t bytes, std::size_t off, std::size_t len) {
+    if constexpr (detail::staged_v<Cx>) {  // from the staging slot into the executor's memory
+      std::byte* f = cx.memory().frame(slot_bytes_);
+      cx.executor().copy(f, frame, bytes);
+      frame = f;
+    }
     if (type_ == dtype::f32) cx.decompress(frame, bytes, static_cast<float*>(out_) + off, len);
     else cx.decompress(frame, bytes, static_cast<double*>(out_) + off, len);
   }
@@ -122,7 +135,7 @@ class basic_request {
     using Codecs = typename Cx::codecs;
     const void* h = head;
     unsigned char host_head[codec::header_bytes] = {};
-    if constexpr (Cx::executor_type::is_device) {
+    if constexpr (Cx::executor_type::is_device && !detail::staged_v<Cx>) {
       if (got >= codec::header_bytes) cx.executor().to_host(host_head, head, codec::header_bytes);
       h = host_head;
     }
@@ -183,6 +196,7 @@ basic_request<Cx> isend(Cx& cx, codec::config cfg, std::span<const T> x, int pee
   const auto& ex = cx.executor();
   cx.check_usable();
   detail::check_peer(cx, peer, tag, "send");
+  cx.check_buffer(x.data(), x.size(), "send data");
   const codec::config c = frame_config<T>(cx, cfg);
   typename Cx::timer tm(cx, false);
   basic_request<Cx> rq;
@@ -192,10 +206,22 @@ basic_request<Cx> isend(Cx& cx, codec::config cfg, std::span<const T> x, int pee
   auto& buf = cx.memory().slot(rq.slot_);
   const std::size_t n = x.size();
   if (go_raw<T>(cx, c, n)) {
-    std::byte* head = buf.ensure(codec::header_bytes);
     std::uint64_t payload = n * sizeof(T);
     codec::write_header_kernel hk{nullptr, static_cast<std::uint8_t>(codec::identity_id<Codecs>()),
                                   static_cast<std::uint8_t>(dtype_of<T>), 0, 0, n, &payload, nullptr, nullptr};
+    if constexpr (detail::staged_v<Cx>) {  // [header][values] in the staging slot, one message
+      std::byte* head = buf.ensure(codec::header_bytes + n * sizeof(T));
+      hk.out = reinterpret_cast<unsigned char*>(head);
+      hk(0);
+      ex.copy(head + codec::header_bytes, x.data(), n * sizeof(T));
+      ex.synchronize();
+      rq.reqs_.resize(1);
+      Tr::isend(head, codec::header_bytes + n * sizeof(T), peer, tag, cx.comm(), &rq.reqs_[0]);
+      cx.counters().raw_bytes += n * sizeof(T);
+      cx.counters().wire_bytes += n * sizeof(T) + codec::header_bytes;
+      return rq;
+    }
+    std::byte* head = buf.ensure(codec::header_bytes);
     if constexpr (Cx::executor_type::is_device) {  // written on the host, then moved
       unsigned char h[codec::header_bytes];
       hk.out = h;
@@ -218,8 +244,17 @@ basic_request<Cx> isend(Cx& cx, codec::config cfg, std::span<const T> x, int pee
   rq.reqs_.assign(ns, Tr::null_request());
   for (std::size_t k = 0; k < ns; ++k) {  // compress k+1 while k is on the wire
     const std::size_t off = k * E, len = std::min(E, n - off);
-    const std::size_t bytes = cx.compress(c, x.data() + off, len, frames + k * slot, slot);
-    cx.before_send(frames + k * slot, bytes);
+    std::size_t bytes = 0;
+    if constexpr (detail::staged_v<Cx>) {  // compressed in executor memory, then staged
+      std::byte* f = cx.memory().frame(slot);
+      bytes = cx.compress(c, x.data() + off, len, f, slot);
+      cx.before_send(f, bytes);
+      ex.copy(frames + k * slot, f, bytes);
+      ex.synchronize();
+    } else {
+      bytes = cx.compress(c, x.data() + off, len, frames + k * slot, slot);
+      cx.before_send(frames + k * slot, bytes);
+    }
     Tr::isend(frames + k * slot, bytes, peer, tag, cx.comm(), &rq.reqs_[k]);
     cx.counters().raw_bytes += len * sizeof(T);
     cx.counters().wire_bytes += bytes;
@@ -233,6 +268,7 @@ basic_request<Cx> irecv(Cx& cx, codec::config cfg, std::span<T> x, int peer, int
   using Tr = typename Cx::transport_type;
   cx.check_usable();
   detail::check_peer(cx, peer, tag, "recv");
+  cx.check_buffer(x.data(), x.size(), "recv data");
   const codec::config c = frame_config<T>(cx, cfg);
   typename Cx::timer tm(cx, false);
   basic_request<Cx> rq;
@@ -248,8 +284,13 @@ basic_request<Cx> irecv(Cx& cx, codec::config cfg, std::span<T> x, int peer, int
   const std::size_t n = x.size();
   if (go_raw<T>(cx, c, n)) {
     rq.raw_ = true;
-    std::byte* head = buf.ensure(codec::header_bytes);
     rq.reqs_.resize(1);
+    if constexpr (detail::staged_v<Cx>) {  // [header][values] into the staging slot, copied out by wait()
+      std::byte* head = buf.ensure(codec::header_bytes + n * sizeof(T));
+      Tr::irecv(head, codec::header_bytes + n * sizeof(T), peer, tag, cx.comm(), &rq.reqs_[0]);
+      return rq;
+    }
+    std::byte* head = buf.ensure(codec::header_bytes);
     Tr::irecv_with_header(head, codec::header_bytes, x.data(), n * sizeof(T), peer, tag, cx.comm(), &rq.reqs_[0]);
     return rq;
   }

@@ -18,7 +18,9 @@
 //   (detail::ring_pipeline).
 // Messages below options::threshold_bytes go uncompressed through the transport's own
 // collectives. Every step runs on the context's executor, in its memory; the transport moves
-// the frames (transport/mpi_host.hpp).
+// the frames (transport/mpi_host.hpp; with transport/mpi_staged.hpp the frame slots are host
+// staging: each frame is copied there on the executor's stream before it is sent, and back
+// into the executor's memory before it is decoded).
 //
 // Element types: float, double and the 16-bit storage types bf16 and f16. A 16-bit sum is
 // kept in the 16-bit type: each addition widens both operands to float, adds in float and
@@ -43,6 +45,7 @@
 #include <vector>
 
 #include "hcomm/algorithm/context.hpp"
+#include "hcomm/algorithm/native.hpp"
 #include "hcomm/algorithm/vector_ops.hpp"
 
 namespace hcomm::algorithm {
@@ -79,14 +82,26 @@ inline constexpr int tag_second_part = 2;
 // step 0, each partial sum it forwards, its owned chunk) records what it lost into residual
 // (laid out like data). A frame that fails to decode is recorded in err and the pattern goes
 // on (the peers are not left waiting); the error is thrown by the caller at the end.
+//
+// With a staging transport (Transport::stages<Exec>) the slots and second parts are host
+// staging (workspace::wire): a frame is compressed into the executor's frame scratch and
+// copied into its slot on the stream. Where the slot is the codec's typical frame (a slot
+// below the codec's bound: ZFP, bf16, int8) the slot's worth of bytes is copied right behind
+// the encode, before the host knows the size, so the host waits for the stream once per
+// frame, for its size, and finds the bytes staged (a frame longer than the slot has its rest
+// copied after); otherwise (a slot above the bound: MPC, none) the host reads the size, then
+// copies exactly the frame and waits again. A received frame is copied from its slot into
+// the frame scratch and decoded there (the engine's decode reads the header on the host, so
+// the copy is complete, and the slot free for its next receive, when the decode returns).
 template <class T, class Cx>
 void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T* residual, bool do_rs, bool do_ag,
                    deferred_error& err) {
   using Tr = typename Cx::transport_type;
   using request_type = typename Cx::request_type;
-  using buffer_type = typename Cx::buffer_type;
   const auto& ex = cx.executor();
   auto& ws = cx.memory();
+  using wire_buffer = typename std::remove_reference_t<decltype(ws)>::wire_buffer_type;
+  constexpr bool staged = detail::staged_v<Cx>;
   const int p = cx.size(), r = cx.rank();
   const int right = (r + 1) % p, left = (r - 1 + p) % p;
   const std::size_t E = cx.template segment_elems<T>(), slot = cx.template ring_slot_bytes<T>(c);
@@ -95,9 +110,9 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
   const bool lossy = codec::is_lossy<typename Cx::codecs>(c);
   std::byte* set[3];
   request_type *req[3], *req2[3];        // per slot: the (first) message, the second part
-  std::vector<buffer_type>* rest[3];     // per slot: a second part, when there is one
+  std::vector<wire_buffer>* rest[3];     // per slot: a second part, when there is one
   for (int i = 0; i < 3; ++i) {
-    set[i] = ws.buffer(i, nseg * slot);
+    set[i] = ws.wire(i, nseg * slot);
     req[i] = ws.requests(i, nseg);
     req2[i] = ws.requests(3 + i, nseg);
     rest[i] = &ws.overflow(i, nseg);
@@ -147,15 +162,16 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
     cx.counters().wire_bytes += bytes;
   };
   // Puts a frame from `frame` into slot (i, k) (the part past the slot into its overflow
-  // buffer), after the test hook.
+  // buffer), after the test hook. Staged: the host waits for the copies (the send follows).
   auto place = [&](int i, std::size_t k, std::size_t bytes) {
     cx.before_send(frame, bytes);
     if (bytes < slot) {
       ex.copy(slot_at(i, k), frame, bytes);
-      return;
+    } else {
+      ex.copy(slot_at(i, k), frame, slot);
+      ex.copy((*rest[i])[k].ensure(bytes - slot), frame + slot, bytes - slot);
     }
-    ex.copy(slot_at(i, k), frame, slot);
-    ex.copy((*rest[i])[k].ensure(bytes - slot), frame + slot, bytes - slot);
+    if constexpr (staged) ex.synchronize();
   };
   // Completes the receive in slot (i, k) (and receives a second part): the frame's size, or 0
   // with the error recorded.
@@ -183,12 +199,14 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
   // and false returned.
   auto decode = [&](int i, std::size_t k, std::size_t bytes, T* dst, std::size_t len, const char* phase, int step) {
     try {
-      if (bytes < slot) {
-        cx.decompress(slot_at(i, k), bytes, dst, len);
-        return true;
+      if constexpr (!staged) {
+        if (bytes < slot) {
+          cx.decompress(slot_at(i, k), bytes, dst, len);
+          return true;
+        }
       }
       if (bytes > bound) fail(errc::corrupt_frame, "frame of " + std::to_string(bytes) + " bytes exceeds the codec's bound");
-      ex.copy(frame, slot_at(i, k), slot);
+      ex.copy(frame, slot_at(i, k), std::min(bytes, slot));
       if (bytes > slot) ex.copy(frame + slot, (*rest[i])[k].data(), bytes - slot);
       cx.decompress(frame, bytes, dst, len);
       return true;
@@ -198,11 +216,38 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
       return false;
     }
   };
-  // Compresses src[0, len) into slot (i, k). Lossy codecs record the loss into res; with
-  // keep_decoded the source is replaced by the decoded values (the owner keeps what the others
-  // will decode).
-  auto compress = [&](T* src, T* res, std::size_t len, int i, std::size_t k, bool keep_decoded) {
-    const std::size_t bytes = cx.compress(c, src, len, frame, bound);
+  // Staged, slot below the bound: encode, copy the slot's worth behind it, one wait for the
+  // size (the copy is before it on the stream), the rest of a longer frame after. The frame
+  // size on the host.
+  std::uint64_t* size_word = staged ? ws.size_word() : nullptr;
+  const bool copy_ahead = staged && slot <= bound;
+  auto compress_staged = [&](const T* src, std::size_t len, int i, std::size_t k) -> std::size_t {
+    const double t0 = Tr::now();
+    cx.engine().compress_async(c, src, len, frame, bound, size_word);
+    ex.copy(slot_at(i, k), frame, slot);
+    std::uint64_t got = 0;
+    ex.to_host(&got, size_word, sizeof got);  // waits for the stream: the size, and the slot staged
+    const std::size_t bytes = static_cast<std::size_t>(got);
+    if (bytes >= slot) {
+      ex.copy((*rest[i])[k].ensure(bytes - slot), frame + slot, bytes - slot);
+      ex.synchronize();
+    }
+    cx.counters().compress_seconds += Tr::now() - t0;
+    return bytes;
+  };
+  // Compresses src[0, len) into slot (i, k) and sends it with tag. Lossy codecs record the
+  // loss into res; with keep_decoded the source is replaced by the decoded values (the owner
+  // keeps what the others will decode). The send is posted before the decode-back, which so
+  // runs while the frame is on the wire.
+  auto compress_send = [&](T* src, T* res, std::size_t len, int i, std::size_t k, bool keep_decoded, int tag) {
+    std::size_t bytes = 0;
+    if (copy_ahead && !cx.opts().tamper) {  // (the test hook sees the frame before it is staged)
+      bytes = compress_staged(src, len, i, k);
+    } else {
+      bytes = cx.compress(c, src, len, frame, bound);
+      place(i, k, bytes);
+    }
+    send(i, k, bytes, len, tag);
     if (lossy && (res || keep_decoded)) {
       T* dec = ws.template scratch<T>(E);
       cx.decompress(frame, bytes, dec, len);
@@ -211,8 +256,6 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
     } else if (res) {
       zero_values(ex, res, len);
     }
-    place(i, k, bytes);
-    return bytes;
   };
   auto seg_len = [&](std::size_t chunk, std::size_t k) { return std::min(E, ch.len(chunk) - k * E); };
   auto at = [&](T* base, std::size_t chunk, std::size_t k) { return base ? base + ch.off(chunk) + k * E : nullptr; };
@@ -229,8 +272,7 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
   auto start_allgather = [&](std::size_t k) {
     const std::size_t len = seg_len(own, k);
     if (k < segs(ag_in0)) post_recv(send_set(0), k, tag_allgather);
-    const std::size_t bytes = compress(at(data, own, k), at(residual, own, k), len, 0, k, true);
-    send(0, k, bytes, len, tag_allgather);
+    compress_send(at(data, own, k), at(residual, own, k), len, 0, k, true, tag_allgather);
   };
 
   if (do_rs) {
@@ -240,8 +282,7 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
       const std::size_t len = seg_len(first_out, k);
       const int o = send_set(0);
       settle(o, k);
-      const std::size_t bytes = compress(at(data, first_out, k), at(residual, first_out, k), len, o, k, false);
-      send(o, k, bytes, len, tag_reduce_scatter);
+      compress_send(at(data, first_out, k), at(residual, first_out, k), len, o, k, false, tag_reduce_scatter);
     }
     for (int s = 0; s + 1 < p; ++s) {
       const std::size_t in = chunk_of(r - s - 2);  // = the chunk sent at step s + 1
@@ -256,8 +297,7 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
           if (k < segs(next_in)) post_recv(0, k, tag_reduce_scatter);
           const int o = send_set(s + 1);
           settle(o, k);
-          const std::size_t out = compress(at(data, in, k), at(residual, in, k), len, o, k, false);
-          send(o, k, out, len, tag_reduce_scatter);
+          compress_send(at(data, in, k), at(residual, in, k), len, o, k, false, tag_reduce_scatter);
         } else if (do_ag) {
           start_allgather(k);
         }
@@ -297,22 +337,17 @@ void ring_bytes_estimate(Cx& cx, std::size_t bytes) {
   cx.counters().wire_bytes += bytes;
 }
 
-// Device executors finish their queued work before the transport reads the data.
-template <class Cx>
-void settle_executor(const Cx& cx) {
-  if constexpr (Cx::executor_type::is_device) cx.executor().synchronize();
-}
-
 }  // namespace detail
 
 // In-place sum over all ranks. residual: error-feedback state of data.size() values or null.
 template <element T, context_type Cx>
 void allreduce(Cx& cx, codec::config cfg, std::span<T> data, T* residual = nullptr) {
-  using Tr = typename Cx::transport_type;
   cx.check_usable();
   const auto& ex = cx.executor();
   const codec::config c = frame_config<T>(cx, cfg);
   typename Cx::timer tm(cx);
+  cx.check_buffer(data.data(), data.size(), "allreduce data");
+  if (residual) cx.check_buffer(residual, data.size(), "allreduce residual");
   cx.check_same(op_id::allreduce, data.size(), dtype_of<T>, c);
   const std::size_t n = data.size();
   const int p = cx.size();
@@ -324,8 +359,7 @@ void allreduce(Cx& cx, codec::config cfg, std::span<T> data, T* residual = nullp
   }
   if (go_raw<T>(cx, c, n)) {
     if (residual) zero_values(ex, residual, n);
-    detail::settle_executor(cx);
-    Tr::sum_allreduce(data.data(), n, cx.comm());
+    native_sum_allreduce(cx, data.data(), n);
     detail::ring_bytes_estimate<T>(cx, 2 * (p - 1) * (n / p) * sizeof(T));
     return;
   }
@@ -338,7 +372,6 @@ void allreduce(Cx& cx, codec::config cfg, std::span<T> data, T* residual = nullp
 // in holds p blocks of out.size() values; rank r gets the sum of everyone's block r.
 template <element T, context_type Cx>
 void reduce_scatter(Cx& cx, codec::config cfg, std::span<const T> in, std::span<T> out, T* residual = nullptr) {
-  using Tr = typename Cx::transport_type;
   cx.check_usable();
   const auto& ex = cx.executor();
   auto& ws = cx.memory();
@@ -350,6 +383,9 @@ void reduce_scatter(Cx& cx, codec::config cfg, std::span<const T> in, std::span<
     fail(errc::invalid_argument, cx.label() + " reduce_scatter: input has " + std::to_string(n) +
                                      " values, expected ranks x output = " + std::to_string(p) + " x " +
                                      std::to_string(m));
+  cx.check_buffer(in.data(), n, "reduce_scatter input");
+  cx.check_buffer(out.data(), m, "reduce_scatter output");
+  if (residual) cx.check_buffer(residual, n, "reduce_scatter residual");
   cx.check_same(op_id::reduce_scatter, n, dtype_of<T>, c);
   if (n == 0) return;
   const T* src = in.data();
@@ -364,8 +400,7 @@ void reduce_scatter(Cx& cx, codec::config cfg, std::span<const T> in, std::span<
       copy_values(ex, out.data(), src, m);
       return;
     }
-    detail::settle_executor(cx);
-    Tr::sum_reduce_scatter(src, out.data(), m, cx.comm());
+    native_sum_reduce_scatter(cx, src, out.data(), m);
     detail::ring_bytes_estimate<T>(cx, (p - 1) * m * sizeof(T));
     return;
   }
@@ -383,7 +418,6 @@ void reduce_scatter(Cx& cx, codec::config cfg, std::span<const T> in, std::span<
 // codec rank r's own block is what the others decode too: all ranks end identical).
 template <element T, context_type Cx>
 void allgather(Cx& cx, codec::config cfg, std::span<const T> in, std::span<T> out) {
-  using Tr = typename Cx::transport_type;
   cx.check_usable();
   const auto& ex = cx.executor();
   const codec::config c = frame_config<T>(cx, cfg);
@@ -394,6 +428,8 @@ void allgather(Cx& cx, codec::config cfg, std::span<const T> in, std::span<T> ou
     fail(errc::invalid_argument, cx.label() + " allgather: output has " + std::to_string(n) +
                                      " values, expected ranks x input = " + std::to_string(p) + " x " +
                                      std::to_string(m));
+  cx.check_buffer(in.data(), m, "allgather input");
+  cx.check_buffer(out.data(), n, "allgather output");
   cx.check_same(op_id::allgather, m, dtype_of<T>, c);
   if (m == 0) return;
   if (p == 1 || go_raw<T>(cx, c, n)) {
@@ -401,8 +437,7 @@ void allgather(Cx& cx, codec::config cfg, std::span<const T> in, std::span<T> ou
       copy_values(ex, out.data(), in.data(), m);
       return;
     }
-    detail::settle_executor(cx);
-    Tr::allgather(in.data(), out.data(), m, cx.comm());
+    native_allgather(cx, in.data(), out.data(), m);
     detail::ring_bytes_estimate<T>(cx, (p - 1) * m * sizeof(T));
     return;
   }

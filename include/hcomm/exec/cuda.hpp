@@ -257,6 +257,42 @@ class cuda {
   }
   void synchronize() const { HCOMM_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+  // Host staging (exec/host_staging.hpp): page-locked host memory (cudaHostAlloc, portable to
+  // every context), which copy() moves to and from device memory asynchronously on the
+  // stream. Freeing waits for the stream first (work queued on it may still copy from or to
+  // the block), so that a staging buffer regrown under a pending copy stays valid.
+  void* allocate_host_pinned(std::size_t bytes) const {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    HCOMM_CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocPortable));
+    return p;
+  }
+  void deallocate_host_pinned(void* p) const noexcept {
+    if (p == nullptr) return;
+    if (cudaStreamSynchronize(stream_) != cudaSuccess) (void)cudaGetLastError();
+    if (cudaFreeHost(p) != cudaSuccess) (void)cudaGetLastError();
+  }
+
+  // The collectives' entry points call this on every buffer they are given: p must be memory
+  // the device reaches as device memory (device or managed; a null pointer passes, for empty
+  // buffers). Host memory, pageable or page-locked, is refused with an error naming the
+  // argument: passing a host buffer to a device context is a mix-up, not a slow path.
+  void check_device_pointer(const void* p, const char* what) const {
+    if (p == nullptr) return;
+    cudaPointerAttributes a{};
+    const cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      fail(errc::invalid_argument, std::string("hcomm: ") + what + " is not CUDA memory (cudaPointerGetAttributes: " +
+                                       cudaGetErrorString(e) + "); a context on exec::cuda takes device buffers");
+    }
+    if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) return;
+    fail(errc::invalid_argument, std::string("hcomm: ") + what + " is " +
+                                     (a.type == cudaMemoryTypeHost ? "page-locked host memory" : "host memory") +
+                                     ", but this context runs on exec::cuda and takes device (or managed) memory "
+                                     "(copy it to the device first, or use a host context)");
+  }
+
  private:
   // A kernel's maxThreadsPerBlock on the current device, queried once per kernel and device
   // (launch is on the codecs' per-frame path).

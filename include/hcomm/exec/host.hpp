@@ -130,6 +130,12 @@ struct host {
   }
   void synchronize() const noexcept {}
 
+  // Host staging (exec/host_staging.hpp): the executor's memory is host memory already.
+  void* allocate_host_pinned(std::size_t bytes) const { return allocate(bytes); }
+  void deallocate_host_pinned(void* p) const noexcept { deallocate(p); }
+  // Device-pointer check of the collectives' entry points: host memory is this executor's.
+  void check_device_pointer(const void*, const char*) const noexcept {}
+
   // Streams and events (exec/host_stream.hpp): work here runs in order in the caller's
   // thread, so every point is already reached.
   using event_type = host_event;

@@ -76,6 +76,13 @@ struct host_check {
   void from_host(void* dst, const void* host_src, std::size_t bytes) const { copy(dst, host_src, bytes); }
   void fill_zero(void* dst, std::size_t bytes) const { host{}.fill_zero(dst, bytes); }
   void synchronize() const noexcept {}
+  // Host staging (exec/host_staging.hpp): host memory apart from the executor's, poisoned like
+  // it, so that a frame the collectives forgot to stage arrives as 0xA5 bytes.
+  void* allocate_host_pinned(std::size_t bytes) const { return allocate(bytes); }
+  void deallocate_host_pinned(void* p) const noexcept { deallocate(p); }
+  // Device-pointer check of the collectives' entry points: this executor's memory is host
+  // memory, so any pointer is one of its own.
+  void check_device_pointer(const void*, const char*) const noexcept {}
   using event_type = host_event;
   host_event record() const noexcept { return host_event::completed(); }  // in order
   void wait(const host_event&) const noexcept {}

@@ -11,7 +11,12 @@
 // collectives that carry uncompressed data, a clock, and the communicator's setup (duplicate,
 // ranks, the idle wait and thread fit of ranks that share a host). Status codes are ints:
 // success is 0, anything else is turned into an hcomm::error by fail().
-// A CUDA-aware MPI or an NCCL transport would be another struct with these members.
+// Beside them: reaches<Exec> (may the transport be used with that executor's memory) and
+// stages<Exec> (does it move frames through host staging, transport/mpi_staged.hpp; then the
+// collectives keep what the transport touches in the executor's host staging and copy frames
+// to and from it on the executor's stream). Other transports: mpi_staged (device memory over
+// pinned host staging), mpi_device (CUDA-aware MPI), chosen at run time by
+// transport/device_transport.hpp.
 #pragma once
 #include <mpi.h>
 
@@ -47,6 +52,8 @@ struct mpi_host {
 
   template <class Exec>
   static constexpr bool reaches = host_addressable<Exec>::value;
+  template <class Exec>
+  static constexpr bool stages = false;
 
   static request_type null_request() noexcept { return MPI_REQUEST_NULL; }
   [[noreturn]] static void fail(int rc, const char* call, const std::string& where) { mpi::fail_mpi(rc, call, where); }
