@@ -2,7 +2,8 @@
 # GPU check in two halves, so that a short GPU lease is spent on running, not building.
 #
 #   scripts/gpu-check.sh --prepare [--no-build] [--kit DIR]
-#       here (no GPU needed): build core_test_cuda, core_cuda_throughput and core_gpu_smoke
+#       here (no GPU needed): build core_test_cuda, core_cuda_throughput, core_gpu_smoke and
+#       comm_test_device_transports
 #       (sm_80 and sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
 #       (default build-gpu/kit, git-ignored, at most 64 MiB: fails if over). --no-build packs
 #       what $BUILD_DIR (default build-gpu) already holds.
@@ -40,7 +41,10 @@
 #                  trip of every codec (if these or the GPU context fail, the rest is skipped)
 #   2 correctness  core_test_cuda: executor members, team kernels, streams and events, every
 #                  registered codec giving the host's frame bytes
-#   3 throughput   core_cuda_throughput at THROUGHPUT_MIB (256) for THROUGHPUT_DTYPES (f32 f64)
+#   3 device-collectives  2 ranks sharing the GPU: comm_test_device_transports (every
+#                  collective on exec::cuda over mpi_staged, and mpi_device where MPI is
+#                  CUDA-aware, bitwise against the host context)
+#   4 throughput   core_cuda_throughput at THROUGHPUT_MIB (256) for THROUGHPUT_DTYPES (f32 f64)
 # then one table (summary.md: stage, result, seconds, and the throughput figures), printed
 # last, and one tarball of every log.
 #
@@ -167,7 +171,7 @@ requirements() {
 
 if [ $PREPARE = 1 ]; then
   BUILD_DIR=${BUILD_DIR:-$SRC/build-gpu}
-  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke"
+  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke comm_test_device_transports"
   if [ $BUILD = 1 ]; then
     NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
     [ -x "$NVCC" ] || { echo "gpu-check: no nvcc (set CUDACXX)" >&2; exit 1; }
@@ -176,7 +180,7 @@ if [ $PREPARE = 1 ]; then
     cmake -S "$SRC" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
           -DHCOMM_ENABLE_CUDA=ON -DHCOMM_ENABLE_MPI=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHS:-80;90}" \
           -DHCOMM_BUILD_TESTS=ON -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=OFF -DHCOMM_BUILD_TOOLS=OFF \
-          -DHCOMM_TEST_AREAS=core >"$BUILD_DIR/kit-configure.log" 2>&1 || { tail -30 "$BUILD_DIR/kit-configure.log"; exit 1; }
+          "-DHCOMM_TEST_AREAS=core;comm" >"$BUILD_DIR/kit-configure.log" 2>&1 || { tail -30 "$BUILD_DIR/kit-configure.log"; exit 1; }
     echo "gpu-check: build $PROGRAMS"
     # shellcheck disable=SC2086
     cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target $PROGRAMS \
@@ -186,6 +190,7 @@ if [ $PREPARE = 1 ]; then
   mkdir -p "$KIT/bin" "$KIT/lib"
   for p in $PROGRAMS; do
     f=$BUILD_DIR/tests/core/$p
+    [ -x "$f" ] || f=$BUILD_DIR/tests/comm/$p
     if [ -x "$f" ]; then
       cp "$f" "$KIT/bin/" && strip --strip-unneeded "$KIT/bin/$p"
     elif [ $BUILD = 1 ] || [ "$p" = core_gpu_smoke ]; then
@@ -502,6 +507,12 @@ mpi_smoke() {
   return $rc
 }
 
+# 2 ranks sharing the GPU run every collective on exec::cuda over mpi_staged (and
+# mpi_device where the MPI is CUDA-aware), compared bitwise with the host context.
+device_collectives() {
+  kit_env mpirun -np 2 --oversubscribe --allow-run-as-root --bind-to none "$BIN/comm_test_device_transports"
+}
+
 # 1 smoke.
 CORE_TOO_OLD=0 MPI_TOO_OLD=0
 t0=$(date +%s)
@@ -532,8 +543,16 @@ if [ $gpu_ok = 0 ] ||
    ! gpu_stage smoke-roundtrip 60 "$BIN/core_cuda_throughput" --mib 1; then
   say "smoke failed: later stages skipped"
 else
-  # 2 correctness, 3 throughput.
+  # 2 correctness, 3 device-resident collectives, 4 throughput.
   gpu_stage correctness 150 "$BIN/core_test_cuda" --durations yes
+  if [ "$MPI_TOO_OLD" = 1 ]; then
+    record device-collectives "not run (C runtime too old for the kit's MPI)" 0
+  elif [ -x "$BIN/comm_test_device_transports" ]; then
+    export -f device_collectives
+    gpu_stage device-collectives 90 bash -c device_collectives
+  else
+    record device-collectives "not in the kit" 0
+  fi
   for dt in ${THROUGHPUT_DTYPES:-f32 f64}; do
     gpu_stage "throughput-$dt" 90 "$BIN/core_cuda_throughput" --mib "${THROUGHPUT_MIB:-256}" --dtype "$dt"
   done
