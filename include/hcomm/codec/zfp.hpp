@@ -26,8 +26,9 @@
 // bytes always, plus 8 (f32) or 12 (f64) bytes per non-finite value, and on encode one
 // exclusive scan over ceil(n/256) group counts and a rescan of only the groups that have one.
 //
-// Blocks are coded in groups of 64 (64 * 4R bits = 4R whole words), one work item per group,
-// so any executor produces the same bytes. decode checks sizes, the count, every list entry
+// Blocks are coded in groups of 64 (64 * 4R bits = 4R whole words), one work item per group
+// on host executors, a team of groups with a thread per block on device executors
+// (zfp/team.hpp), so any executor produces the same bytes. decode checks sizes, the count, every list entry
 // (index < n, strictly increasing, pattern non-finite) and the stream's zero tail padding
 // before it writes anything; stream bits themselves cannot be checked (any bits decode).
 // Finite values can come back non-finite, as in libzfp: at a fixed rate, values near the
@@ -47,6 +48,7 @@
 
 #include "hcomm/codec/zfp/group_kernels.hpp"
 #include "hcomm/codec/zfp/side_list.hpp"
+#include "hcomm/codec/zfp/team.hpp"
 #include "hcomm/core/dtype.hpp"
 #include "hcomm/core/error.hpp"
 #include "hcomm/codec/id.hpp"
@@ -119,8 +121,14 @@ struct zfp_codec {
     auto* counts = reinterpret_cast<std::uint64_t*>(ws);
     auto* bytes = reinterpret_cast<unsigned char*>(payload);
     const std::size_t sb = stream_bytes(n, rate);
-    if (G > 0)
-      ex.for_each(G, zfp_detail::encode_group_kernel<T>{in, n, mb, reinterpret_cast<std::uint64_t*>(payload), counts});
+    auto* stream = reinterpret_cast<std::uint64_t*>(payload);
+    if constexpr (uses_team_kernels<Exec>) {
+      if (G > 0)
+        ex.launch(zfp_detail::team_league(n, zfp_detail::team_threads), zfp_detail::team_threads,
+                  zfp_detail::encode_group_team<T>{in, n, mb, stream, counts});
+    } else if (G > 0) {
+      ex.for_each(G, zfp_detail::encode_group_kernel<T>{in, n, mb, stream, counts});
+    }
     ex.exclusive_scan(counts, counts, G);
     if (G > 0)
       ex.for_each(G, zfp_detail::scatter_nonfinite_kernel<T>{in, n, counts, bytes + sb + 8, index_bytes(n)});
@@ -168,11 +176,22 @@ struct zfp_codec {
              "zfp non-finite list is malformed (index out of range, not increasing, or a finite pattern)");
     }
     const std::size_t G = groups(n);
-    if (G > 0)
+    if constexpr (uses_team_kernels<Exec>) {
+      if (G > 0)
+        ex.launch(zfp_detail::team_league(n, zfp_detail::team_threads), zfp_detail::team_threads,
+                  zfp_detail::decode_group_team<T>{bytes, n, maxbits(rate), out});
+    } else if (G > 0) {
       ex.for_each(G, zfp_detail::decode_group_kernel<T>{bytes, stream_words(n, rate), n, maxbits(rate), out});
+    }
     if (count > 0)
       ex.for_each(static_cast<std::size_t>(count), zfp_detail::patch_nonfinite_kernel<T>{list, index_bytes(n), out});
   }
+
+  // Device executors that run team kernels code a team of groups at a time, a thread per
+  // block (codec/zfp/team.hpp); host executors, and executors without launch, run the group
+  // kernels (AVX2 where the CPU has it). The bytes are the same.
+  template <class Exec>
+  static constexpr bool uses_team_kernels = Exec::is_device && exec::team_executor<Exec>;
 };
 
 }  // namespace hcomm::codec

@@ -49,6 +49,57 @@ HCOMM_HOST_DEVICE void replace_nonfinite(T* v, unsigned m, unsigned mask) {
   for (unsigned i = 0; i < 4; ++i) v[i] = r[i];
 }
 
+// Loads the m (1..4) values of a block at p as the type they are coded in, replaces the
+// non-finite ones (replace_nonfinite) and pads a partial block as libzfp does; returns how
+// many values were non-finite.
+template <class T>
+HCOMM_ZFP_INLINE unsigned load_block(const T* p, unsigned m, compute_of<T>* v) {
+  using C = compute_of<T>;
+  for (unsigned i = 0; i < 4; ++i) v[i] = C(0);
+  unsigned mask = 0;
+  if (m == 4) {
+    if constexpr (half_element<T>)
+      for (unsigned i = 0; i < 4; ++i) v[i] = load_value(p[i]);
+    else
+      std::memcpy(v, p, 4 * sizeof(C));
+    // Non-finite values have the largest magnitude bit patterns: one test per block.
+    using U = typename traits<C>::U;
+    const U a0 = to_bits(v[0]) & traits<C>::absmask, a1 = to_bits(v[1]) & traits<C>::absmask;
+    const U a2 = to_bits(v[2]) & traits<C>::absmask, a3 = to_bits(v[3]) & traits<C>::absmask;
+    const U a01 = a0 > a1 ? a0 : a1, a23 = a2 > a3 ? a2 : a3;
+    if ((a01 > a23 ? a01 : a23) >= traits<C>::expmask)
+      for (unsigned i = 0; i < 4; ++i) mask |= static_cast<unsigned>(is_nonfinite_bits<C>(to_bits(v[i]))) << i;
+  } else {
+    for (unsigned i = 0; i < m; ++i) {
+      v[i] = load_value(p[i]);
+      mask |= static_cast<unsigned>(is_nonfinite_bits<C>(to_bits(v[i]))) << i;
+    }
+  }
+  unsigned nonfinite = 0;
+  if (mask) {
+    nonfinite = static_cast<unsigned>(bits::popcount(mask));
+    replace_nonfinite(v, m, mask);
+  }
+  // libzfp's padding of a partial block: n=1: v1=v2=v3=v0; n=2: v2=v1, v3=v0; n=3: v3=v0.
+  if (m == 1) v[1] = v[0];
+  if (m <= 2) v[2] = v[1];
+  if (m <= 3) v[3] = v[0];
+  return nonfinite;
+}
+
+// Codes the 4 loaded values of a block as exactly maxbits bits onto wr (a block of at most
+// 64 bits is assembled in one register first).
+template <class C, class Writer>
+HCOMM_ZFP_INLINE void put_block(const C* v, unsigned maxbits, Writer& wr) {
+  if (maxbits <= 64) {
+    block_writer_small bw;
+    encode_block<C>(v, maxbits, bw);
+    wr.put(bw.acc, maxbits);
+  } else {
+    encode_block<C>(v, maxbits, wr);
+  }
+}
+
 // Encodes group g (values [256g, 256g+256) of in) into its 4*rate words of stream and counts
 // its non-finite values into counts[g]. A 16-bit T is coded block by block as the floats it
 // widens to (no copy of the input: the widening is part of the block load).
@@ -77,44 +128,10 @@ struct encode_group_kernel {
           continue;
         }
       }
-      using C = compute_of<T>;
-      const T* p = in + first + 4 * b;
       const unsigned m = nvals - 4 * b < 4 ? static_cast<unsigned>(nvals - 4 * b) : 4u;
-      C v[4] = {C(0), C(0), C(0), C(0)};
-      unsigned mask = 0;
-      if (m == 4) {
-        if constexpr (half_element<T>)
-          for (unsigned i = 0; i < 4; ++i) v[i] = load_value(p[i]);
-        else
-          std::memcpy(v, p, sizeof v);
-        // Non-finite values have the largest magnitude bit patterns: one test per block.
-        using U = typename traits<C>::U;
-        const U a0 = to_bits(v[0]) & traits<C>::absmask, a1 = to_bits(v[1]) & traits<C>::absmask;
-        const U a2 = to_bits(v[2]) & traits<C>::absmask, a3 = to_bits(v[3]) & traits<C>::absmask;
-        const U a01 = a0 > a1 ? a0 : a1, a23 = a2 > a3 ? a2 : a3;
-        if ((a01 > a23 ? a01 : a23) >= traits<C>::expmask)
-          for (unsigned i = 0; i < 4; ++i) mask |= static_cast<unsigned>(is_nonfinite_bits<C>(to_bits(v[i]))) << i;
-      } else {
-        for (unsigned i = 0; i < m; ++i) {
-          v[i] = load_value(p[i]);
-          mask |= static_cast<unsigned>(is_nonfinite_bits<C>(to_bits(v[i]))) << i;
-        }
-      }
-      if (mask) {
-        nonfinite += static_cast<u64>(bits::popcount(mask));
-        replace_nonfinite(v, m, mask);
-      }
-      // libzfp's padding of a partial block: n=1: v1=v2=v3=v0; n=2: v2=v1, v3=v0; n=3: v3=v0.
-      if (m == 1) v[1] = v[0];
-      if (m <= 2) v[2] = v[1];
-      if (m <= 3) v[3] = v[0];
-      if (maxbits <= 64) {
-        block_writer_small bw;
-        encode_block<C>(v, maxbits, bw);
-        wr.put(bw.acc, maxbits);
-      } else {
-        encode_block<C>(v, maxbits, wr);
-      }
+      compute_of<T> v[4];
+      nonfinite += load_block(in + first + 4 * b, m, v);
+      put_block(v, maxbits, wr);
     }
     wr.flush();
     counts[g] = nonfinite;
