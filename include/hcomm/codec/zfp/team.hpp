@@ -109,13 +109,20 @@ struct encode_group_team {
         const U u = vals[4 * b + i];
         std::memcpy(&p[i], &u, sizeof u);
       }
-      compute_of<T> v[4];
+      using C = compute_of<T>;
+      C v[4];
       nonfinite[b] = load_block(p, m, v);
-      u64 w[4] = {0, 0, 0, 0};
-      word_writer wr{w};
-      put_block(v, maxbits, wr);
-      wr.flush();
-      for (unsigned k = 0; k < bw; ++k) slots[b * bw + k] = w[k];
+      if (maxbits <= 64) {  // one register
+        block_writer_small wr;
+        encode_block<C>(v, maxbits, wr);
+        slots[b] = wr.acc;
+      } else {
+        u64 w[4] = {0, 0, 0, 0};
+        word_writer wr{w};
+        encode_block<C>(v, maxbits, wr);
+        wr.flush();
+        for (unsigned k = 0; k < bw; ++k) slots[b * bw + k] = w[k];
+      }
     });
     team.for_threads([&](int t) {
       const std::size_t gl = static_cast<std::size_t>(t) / group_blocks;
@@ -175,7 +182,7 @@ struct decode_group_team {
     const std::size_t first = g0 * group_values;
     const std::size_t nv = n - first < gpt * group_values ? n - first : gpt * group_values;
     const std::size_t nblk = (nv + 3) / 4;                   // the team's blocks
-    const std::size_t team_words = (nblk * maxbits + 63) / 64;  // groups are whole words but the last
+    const std::size_t team_words = (nblk * maxbits + 63) / 64;  // one stream: groups are whole words
     const unsigned bw = block_words(maxbits);
     auto words = team.template shared<u64>(gpt * maxbits, "stream words");
     auto vals = team.template shared<U>(gpt * group_values, "values");
@@ -188,10 +195,8 @@ struct decode_group_team {
     team.for_threads([&](int t) {
       const std::size_t b = static_cast<std::size_t>(t);
       if (b >= nblk) return;
-      // Block b's bits, from bit b * maxbits of the team's words, past maxbits zero.
-      u64 buf[5] = {0, 0, 0, 0, 0};
-      for (unsigned k = 0; k < bw; ++k) {
-        const std::size_t pos = b * maxbits + 64 * k;
+      // 64 bits of the team's words from bit pos (the words past the team's end read as 0).
+      const auto bits_at = [&](std::size_t pos) {
         const std::size_t i = pos >> 6;
         const unsigned r = static_cast<unsigned>(pos & 63u);
         const u64 lo = words[i];
@@ -200,14 +205,16 @@ struct decode_group_team {
           const u64 hi = words[i + 1];
           x |= hi << (64 - r);
         }
-        const unsigned rem = maxbits - 64 * k;
-        buf[k] = x & low_mask(rem);
-      }
+        return x;
+      };
       using C = compute_of<T>;
       C v[4];
-      if (maxbits <= 64) {
-        decode_block<C>(block_source_small{buf[0]}, maxbits, v);
+      if (maxbits <= 64) {  // one register
+        decode_block<C>(block_source_small{bits_at(b * maxbits) & low_mask(maxbits)}, maxbits, v);
       } else {
+        // Block b's bits, past maxbits zero, and a word of zeros for the reader's lookahead.
+        u64 buf[5] = {0, 0, 0, 0, 0};
+        for (unsigned k = 0; k < bw; ++k) buf[k] = bits_at(b * maxbits + 64 * k) & low_mask(maxbits - 64 * k);
         const word_reader rd{reinterpret_cast<const unsigned char*>(buf)};
         decode_block<C>(block_source_stream{&rd, 0}, maxbits, v);
       }
