@@ -4,7 +4,9 @@
 //
 //   ex.for_each(groups, zfp_detail::encode_group_kernel<float>{...});
 //
-// The portable body codes block by block (plane_coder.hpp), on every executor. On x86-64
+// Host executors run them; device executors run the team kernels of team.hpp, which code
+// with the same block functions (load_block, put_block's encode_block, decode_block) and
+// give the same bytes. The portable body codes block by block (plane_coder.hpp). On x86-64
 // hosts with the AVX2 tier (core/cpu_features.hpp) the group kernels run their AVX2 variant
 // (avx2/group_kernels.hpp): the same loop compiled for AVX2, with whole runs of 8 finite float
 // blocks at rates 3..16 handed to the batch coders. The bytes are libzfp's either way.
