@@ -51,19 +51,22 @@ HCOMM_HOST_DEVICE std::uint32_t bit_reverse32(std::uint32_t x) {
 #endif
 }
 
-HCOMM_HOST_DEVICE std::uint32_t load_word32(const void* p) {
-  std::uint32_t w;
-  std::memcpy(&w, p, 4);
+// One word of type W (uint32_t or uint16_t) from unaligned memory.
+template <class W>
+HCOMM_HOST_DEVICE W load_word(const void* p) {
+  W w;
+  std::memcpy(&w, p, sizeof(W));
   return w;
 }
 
-// Values of chunk c of n, and its groups of 32.
+// Values of chunk c of n, and its groups of G values (32 for 32-bit words, 16 for 16-bit).
+template <unsigned G>
 struct chunk_extent {
   std::size_t base, count;
   unsigned groups;
   HCOMM_HOST_DEVICE chunk_extent(std::size_t c, std::size_t n)
       : base(c * chunk_values), count(min_size(chunk_values, n - c * chunk_values)),
-        groups(static_cast<unsigned>((min_size(chunk_values, n - c * chunk_values) + 31) / 32)) {}
+        groups(static_cast<unsigned>((min_size(chunk_values, n - c * chunk_values) + G - 1) / G)) {}
 };
 
 // Pass 1 of encode_chunk_kernel<float>: chunk c into its slot, its size in words to sizes[c].
@@ -84,7 +87,7 @@ struct encode_chunk_team_f32 {
   template <class Team>
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
     const std::size_t c = team.league_rank();
-    const chunk_extent e(c, n);
+    const chunk_extent<32> e(c, n);
     const std::size_t base = e.base, count = e.count;
     const unsigned groups = e.groups;
     const std::size_t dim = static_cast<std::size_t>(*dim_ptr);
@@ -99,8 +102,8 @@ struct encode_chunk_team_f32 {
         const std::size_t i = static_cast<std::size_t>(r) * T + t;  // value i of the chunk
         std::uint32_t x = 0;
         if (i < count) {
-          x = load_word32(in + base + i);
-          if (i >= dim) x -= load_word32(in + base + i - dim);
+          x = load_word<std::uint32_t>(in + base + i);
+          if (i >= dim) x -= load_word<std::uint32_t>(in + base + i - dim);
         }
         res[t] = x;
       });
@@ -162,7 +165,7 @@ struct decode_chunk_team_f32 {
   template <class Team>
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
     const std::size_t c = team.league_rank();
-    const chunk_extent e(c, n);
+    const chunk_extent<32> e(c, n);
     const std::size_t base = e.base, count = e.count;
     const unsigned groups = e.groups;
     const int T = team.size();
@@ -179,12 +182,12 @@ struct decode_chunk_team_f32 {
       auto stored = team.template per_thread<std::uint32_t>();
       team.for_threads([&](int t) {
         const unsigned q = static_cast<unsigned>(q0 + t), k = q / 32, g = q % 32;
-        stored[t] = g < groups ? (load_word32(src + 4 * g) >> k) & 1u : 0u;
+        stored[t] = g < groups ? (load_word<std::uint32_t>(src + 4 * g) >> k) & 1u : 0u;
       });
       auto pos = team.exclusive_scan(stored, exec::sum{}, 0u);
       const std::uint32_t window = team.reduce(stored, exec::sum{});
       team.for_threads([&](int t) {
-        planes[q0 + t] = stored[t] != 0 ? load_word32(packed + 4 * (taken + pos[t])) : 0u;
+        planes[q0 + t] = stored[t] != 0 ? load_word<std::uint32_t>(packed + 4 * (taken + pos[t])) : 0u;
       });
       taken += window;
     }
@@ -247,21 +250,6 @@ struct decode_chunk_team_f32 {
   }
 };
 
-HCOMM_HOST_DEVICE std::uint16_t load_word16(const void* p) {
-  std::uint16_t w;
-  std::memcpy(&w, p, 2);
-  return w;
-}
-
-// Values of chunk c of n, and its groups of 16.
-struct chunk_extent16 {
-  std::size_t base, count;
-  unsigned groups;
-  HCOMM_HOST_DEVICE chunk_extent16(std::size_t c, std::size_t n)
-      : base(c * chunk_values), count(min_size(chunk_values, n - c * chunk_values)),
-        groups(static_cast<unsigned>((min_size(chunk_values, n - c * chunk_values) + 15) / 16)) {}
-};
-
 // Pass 1 of encode_chunk_kernel<T> for 16-bit T: chunk c into its slot, its size in words
 // to sizes[c]. Word (k, g) of the W x L matrix (row k = bit plane 15 - k of group g, value
 // 16g + j at bit 15 - j) lives at k * 64 + g, as in the flat kernel.
@@ -281,7 +269,7 @@ struct encode_chunk_team_16 {
   template <class Team>
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
     const std::size_t c = team.league_rank();
-    const chunk_extent16 e(c, n);
+    const chunk_extent<16> e(c, n);
     const std::size_t base = e.base, count = e.count;
     const unsigned groups = e.groups;
     const std::size_t dim = static_cast<std::size_t>(*dim_ptr);
@@ -294,8 +282,8 @@ struct encode_chunk_team_16 {
       for (std::size_t i = static_cast<std::size_t>(t); i < chunk_values; i += step) {
         std::uint16_t x = 0;
         if (i < count) {
-          x = load_word16(in + 2 * (base + i));
-          if (i >= dim) x = static_cast<std::uint16_t>(x - load_word16(in + 2 * (base + i - dim)));
+          x = load_word<std::uint16_t>(in + 2 * (base + i));
+          if (i >= dim) x = static_cast<std::uint16_t>(x - load_word<std::uint16_t>(in + 2 * (base + i - dim)));
         }
         res[i] = x;
       }
@@ -360,7 +348,7 @@ struct decode_chunk_team_16 {
   template <class Team>
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
     const std::size_t c = team.league_rank();
-    const chunk_extent16 e(c, n);
+    const chunk_extent<16> e(c, n);
     const std::size_t base = e.base, count = e.count;
     const unsigned groups = e.groups;
     const int T = team.size();
@@ -378,13 +366,13 @@ struct decode_chunk_team_16 {
       team.for_threads([&](int t) {
         const std::size_t q = q0 + static_cast<std::size_t>(t);
         const unsigned k = static_cast<unsigned>(q / L), g = static_cast<unsigned>(q % L);
-        stored[t] = q < chunk_values && g < groups ? (load_word16(src + 2 * g) >> k) & 1u : 0u;
+        stored[t] = q < chunk_values && g < groups ? (load_word<std::uint16_t>(src + 2 * g) >> k) & 1u : 0u;
       });
       auto pos = team.exclusive_scan(stored, exec::sum{}, 0u);
       const std::uint32_t window = team.reduce(stored, exec::sum{});
       team.for_threads([&](int t) {
         const std::size_t q = q0 + static_cast<std::size_t>(t);
-        if (q < chunk_values) planes[q] = stored[t] != 0 ? load_word16(packed + 2 * (taken + pos[t])) : std::uint16_t(0);
+        if (q < chunk_values) planes[q] = stored[t] != 0 ? load_word<std::uint16_t>(packed + 2 * (taken + pos[t])) : std::uint16_t(0);
       });
       taken += window;
     }
