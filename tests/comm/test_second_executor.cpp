@@ -10,7 +10,10 @@
 // and with HCOMM_TEST_STAGED (host_check over transport::mpi_staged: every frame and every
 // uncompressed message copied through host staging, which host_check poisons, so a frame not
 // staged arrives as 0xA5 bytes and fails the comparison); the second also checks the run-time
-// transport choice and that mpi_device refuses an MPI without CUDA support.
+// transport choice and that mpi_device refuses an MPI without CUDA support. Built a third
+// time with HCOMM_TEST_LOCKSTEP: host_check over transport::mpi_exact (NCCL's rules: exact
+// sizes, no tags, queued groups; the ring in rounds, algorithm/ring_lockstep.hpp), which must
+// give the message ring's bytes; that build also checks the lockstep rules' errors.
 #include <mpi.h>
 
 #include <cmath>
@@ -28,10 +31,18 @@
 #include "hcomm/transport/device_transport.hpp"
 #include "mpi_check.hpp"
 
+#if defined(HCOMM_TEST_LOCKSTEP)
+#include "hcomm/transport/mpi_exact.hpp"
+#endif
+
 namespace {
 
 namespace alg = hcomm::algorithm;
-#if defined(HCOMM_TEST_STAGED)
+#if defined(HCOMM_TEST_LOCKSTEP)
+using check_transport = hcomm::transport::mpi_exact;
+static_assert(hcomm::transport::mpi_exact::stages<hcomm::exec::host_check>);
+static_assert(!hcomm::transport::mpi_exact::stages<hcomm::exec::host>);
+#elif defined(HCOMM_TEST_STAGED)
 using check_transport = hcomm::transport::mpi_staged;
 static_assert(hcomm::transport::mpi_staged::stages<hcomm::exec::host_check>);
 static_assert(!hcomm::transport::mpi_staged::stages<hcomm::exec::host>);
@@ -135,6 +146,89 @@ void run(const setting& s, std::size_t m) {
   CHECK(hx.counters().wire_bytes == dx.counters().wire_bytes, tag + " wire bytes");
 }
 
+#if defined(HCOMM_TEST_LOCKSTEP)
+// What NCCL's rules refuse, said clearly; and the lockstep transport on a host executor
+// (nothing staged) giving the host's bytes.
+void lockstep_rules() {
+  const int p = t::world_size(), r = t::world_rank();
+  const int right = (r + 1) % p, left = (r + p - 1) % p;
+  alg::options opt;
+  opt.threshold_bytes = 0;
+  opt.segment_bytes = 1024;
+  const auto cfg = hcomm::codec::parse_config("mpc");
+  try {
+    alg::context hx(MPI_COMM_WORLD, opt, "host");
+    alg::basic_context<hcomm::exec::host, hcomm::transport::mpi_exact> lx(MPI_COMM_WORLD, opt, "mpi_exact/host");
+    for (std::size_t m : {std::size_t{1}, std::size_t{513}, std::size_t{3000}}) {
+      const std::size_t n = m * static_cast<std::size_t>(p);
+      std::vector<float> a = data_of<float>(r, n, 6), b = a;
+      alg::allreduce(hx, cfg, std::span<float>(a));
+      alg::allreduce(lx, cfg, std::span<float>(b));
+      CHECK(same(a, b), "mpi_exact on the host executor: allreduce m=" + std::to_string(m));
+    }
+  } catch (const hcomm::error& e) {
+    CHECK(false, std::string("mpi_exact on the host executor: ") + e.what());
+  }
+  {  // a message to oneself would deadlock on a lane: refused before anything is queued
+    check_context dx(MPI_COMM_WORLD, opt, "self");
+    std::vector<float> x(100, 1.0f);
+    bool refused = false;
+    try {
+      alg::send(dx, cfg, std::span<const float>(x), r, 3);
+    } catch (const hcomm::error& e) {
+      refused = e.code() == hcomm::errc::unsupported && std::string(e.what()).find("itself") != std::string::npos;
+    }
+    CHECK(refused, "point-to-point to oneself over mpi_exact: errc::unsupported");
+  }
+  {  // no tags: receives posted in another order than the sends meet a tag mismatch
+    check_context dx(MPI_COMM_WORLD, opt, "order");
+    dx.keep_comm_alive();
+    const std::vector<float> x = data_of<float>(r, 2000, 7);
+    std::vector<float> y(2000), z(2000);
+    auto s1 = alg::isend(dx, cfg, std::span<const float>(x), right, 1);
+    auto s2 = alg::isend(dx, cfg, std::span<const float>(x), right, 2);
+    bool mismatch = false;
+    try {
+      auto q2 = alg::irecv(dx, cfg, std::span<float>(z), left, 2);
+      auto q1 = alg::irecv(dx, cfg, std::span<float>(y), left, 1);
+      q2.wait();  // meets the message with tag 1 first
+    } catch (const hcomm::error& e) {
+      mismatch = e.code() == hcomm::errc::mismatch && std::string(e.what()).find("order") != std::string::npos;
+      if (r == 0) std::printf("out-of-order receive: %s\n", e.what());
+    }
+    CHECK(mismatch, "receives posted out of the senders' order: errc::mismatch naming the order");
+    s1.wait();
+    s2.wait();
+  }
+  {  // a message larger than the receive (the two ranks disagree on its size): mismatch, the lane kept
+    check_context dx(MPI_COMM_WORLD, opt, "size");
+    dx.keep_comm_alive();
+    alg::options raw = opt;
+    raw.threshold_bytes = std::size_t{1} << 30;  // uncompressed: [header][values]
+    check_context ux(MPI_COMM_WORLD, raw, "raw size");
+    ux.keep_comm_alive();
+    const std::vector<float> x = data_of<float>(r, 600, 8);
+    std::vector<float> y(500);
+    auto s = alg::isend(ux, cfg, std::span<const float>(x), right, 4);
+    bool mismatch = false;
+    try {
+      alg::recv(ux, cfg, std::span<float>(y), left, 4);
+    } catch (const hcomm::error& e) {
+      mismatch = e.code() == hcomm::errc::mismatch;
+      if (r == 0) std::printf("larger raw message: %s\n", e.what());
+    }
+    CHECK(mismatch, "a raw message of another size: errc::mismatch");
+    s.wait();
+    // the same lanes still carry the next message in order
+    std::vector<float> w(600);
+    auto s2 = alg::isend(ux, cfg, std::span<const float>(x), right, 5);
+    alg::recv(ux, cfg, std::span<float>(w), left, 5);
+    s2.wait();
+    CHECK(same(w, data_of<float>(left, 600, 8)), "the lane after a refused message");
+  }
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -180,6 +274,8 @@ int main(int argc, char** argv) {
     CHECK(same(a, b), "mpi_device (forced) allreduce equals the host's");
     unsetenv("HCOMM_MPI_CUDA_AWARE");
   }
+#endif
+#if defined(HCOMM_TEST_STAGED) || defined(HCOMM_TEST_LOCKSTEP)
   try {  // frames larger than their ring slot (ZFP with many NaN): second parts through staging too
     alg::options opt;
     opt.threshold_bytes = 0;
@@ -204,6 +300,9 @@ int main(int argc, char** argv) {
     CHECK(false, std::string("NaN-heavy collectives: ") + e.what());
   }
 #endif
+#if defined(HCOMM_TEST_LOCKSTEP)
+  lockstep_rules();
+#endif
   try {
     const setting settings[] = {
         {"none", std::size_t{1} << 30, true},  // everything raw: the transport's own collectives
@@ -222,7 +321,9 @@ int main(int argc, char** argv) {
   } catch (const hcomm::error& e) {
     CHECK(false, std::string("unexpected hcomm::error: ") + e.what());
   }
-  #if defined(HCOMM_TEST_STAGED)
+#if defined(HCOMM_TEST_LOCKSTEP)
+  return t::finish("lockstep transport");
+#elif defined(HCOMM_TEST_STAGED)
   return t::finish("staged transport");
 #else
   return t::finish("second executor");

@@ -44,6 +44,20 @@
 
 namespace hcomm::algorithm {
 
+namespace detail {
+// What a context is made from: the transport's user_comm_type where it has one (a lockstep
+// transport makes its own state from an MPI communicator), else its comm_type.
+template <class Tr>
+struct user_comm_of {
+  using type = typename Tr::comm_type;
+};
+template <class Tr>
+  requires requires { typename Tr::user_comm_type; }
+struct user_comm_of<Tr> {
+  using type = typename Tr::user_comm_type;
+};
+}  // namespace detail
+
 template <exec::executor Exec = exec::host, class Transport = transport::mpi_host,
           codec::codec_list_type Codecs = codec::registered_codecs>
 class basic_context {
@@ -60,11 +74,12 @@ class basic_context {
   using executor_type = Exec;
   using transport_type = Transport;
   using codecs = Codecs;
-  using comm_type = typename Transport::comm_type;
+  using comm_type = typename Transport::comm_type;  // what the transport's calls take
+  using user_comm_type = typename detail::user_comm_of<Transport>::type;
   using request_type = typename Transport::request_type;
   using buffer_type = exec_buffer<Exec>;
 
-  basic_context(comm_type comm, options opt = {}, std::string label = "comm", Exec ex = {})
+  basic_context(user_comm_type comm, options opt = {}, std::string label = "comm", Exec ex = {})
       : comm_(Transport::dup(comm)),
         opt_(std::move(opt)),
         label_(std::move(label)),

@@ -46,6 +46,7 @@
 
 #include "hcomm/algorithm/context.hpp"
 #include "hcomm/algorithm/native.hpp"
+#include "hcomm/algorithm/ring_lockstep.hpp"
 #include "hcomm/algorithm/vector_ops.hpp"
 
 namespace hcomm::algorithm {
@@ -331,6 +332,17 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
     for (std::size_t k = 0; k < nseg; ++k) settle(i, k);
 }
 
+// The ring on the context's transport: in rounds where the transport moves payloads by
+// NCCL's rules (ring_lockstep.hpp), else as messages (ring_pipeline).
+template <class T, class Cx>
+void ring(Cx& cx, const codec::config& c, T* data, const chunks& ch, T* residual, bool do_rs, bool do_ag,
+          deferred_error& err) {
+  if constexpr (requires { Cx::transport_type::lockstep_rounds; })
+    ring_lockstep(cx, c, data, ch, residual, do_rs, do_ag, err);
+  else
+    ring_pipeline(cx, c, data, ch, residual, do_rs, do_ag, err);
+}
+
 template <class T, class Cx>
 void ring_bytes_estimate(Cx& cx, std::size_t bytes) {
   cx.counters().raw_bytes += bytes;
@@ -365,7 +377,7 @@ void allreduce(Cx& cx, codec::config cfg, std::span<T> data, T* residual = nullp
   }
   const chunks ch{n, static_cast<std::size_t>(p)};
   deferred_error err;
-  detail::ring_pipeline(cx, c, data.data(), ch, residual, true, true, err);
+  detail::ring(cx, c, data.data(), ch, residual, true, true, err);
   err.raise();
 }
 
@@ -408,7 +420,7 @@ void reduce_scatter(Cx& cx, codec::config cfg, std::span<const T> in, std::span<
   if (src != w) copy_values(ex, w, src, n);
   const chunks ch{n, static_cast<std::size_t>(p)};
   deferred_error err;
-  detail::ring_pipeline(cx, c, w, ch, residual, true, false, err);
+  detail::ring(cx, c, w, ch, residual, true, false, err);
   if (residual) zero_values(ex, residual + ch.off(r), m);  // own block never compressed
   copy_values(ex, out.data(), static_cast<const T*>(w + ch.off(r)), m);
   err.raise();
@@ -444,7 +456,7 @@ void allgather(Cx& cx, codec::config cfg, std::span<const T> in, std::span<T> ou
   const chunks ch{n, static_cast<std::size_t>(p)};
   copy_values(ex, out.data() + ch.off(r), in.data(), m);
   deferred_error err;
-  detail::ring_pipeline(cx, c, out.data(), ch, static_cast<T*>(nullptr), false, true, err);
+  detail::ring(cx, c, out.data(), ch, static_cast<T*>(nullptr), false, true, err);
   err.raise();
 }
 

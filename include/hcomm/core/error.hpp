@@ -25,6 +25,7 @@ enum class errc : std::uint8_t {
   io_failure,            // a file could not be read or written
   unsupported,           // a feature this build does not have (e.g. CUDA off)
   kernel_check,          // a team kernel broke the execution model's rules (host-check, launch)
+  nccl_failure,          // an NCCL call returned an error, or NCCL reported one asynchronously
 };
 
 constexpr std::string_view to_string(errc c) noexcept {
@@ -41,6 +42,7 @@ constexpr std::string_view to_string(errc c) noexcept {
     case errc::io_failure: return "io_failure";
     case errc::unsupported: return "unsupported";
     case errc::kernel_check: return "kernel_check";
+    case errc::nccl_failure: return "nccl_failure";
   }
   return "unknown";
 }

@@ -1,0 +1,242 @@
+// hcomm/transport/nccl.hpp: NCCL as a lockstep backend (transport/lockstep.hpp): frames and
+// uncompressed values move between device buffers with ncclSend/ncclRecv and NCCL's own
+// collectives; sizes, validation and the broadcast's frame sizes go over MPI.
+//
+//   hcomm::exec::cuda ex{stream};
+//   hcomm::algorithm::basic_context<hcomm::exec::cuda, hcomm::transport::nccl> cx(MPI_COMM_WORLD, {}, "dp", ex);
+//   hcomm::algorithm::allreduce(cx, hcomm::codec::parse_config("zfp:8"), std::span<float>(d_grads, n));
+//
+// A context makes three NCCL communicators over its ranks (one per lane: the ring's rounds
+// and the collectives; point-to-point to higher ranks; to lower ranks), each with its own
+// non-blocking stream, on the CUDA device current when the context is made. The codec
+// work stays on the executor's stream: the host knows a frame is complete before it queues
+// its send (it read the frame's size), and a received frame is decoded only after the host
+// saw its lane's event. NCCL refuses two ranks on one GPU (ncclInvalidUsage): share a GPU
+// between ranks over transport::mpi_staged instead. The collectives (uncompressed data)
+// run on the ring lane and are waited for on the host, as MPI's are.
+//
+// Errors: an NCCL call that fails, or an asynchronous error NCCL reports while the host
+// waits, is an hcomm::error(errc::nccl_failure) naming the call, file:line and NCCL's text.
+//
+// This header needs nvcc (CUDA code) and <nccl.h>; link libnccl (CMake: the toolkit's
+// libnccl, see tests/comm/CMakeLists.txt).
+#pragma once
+
+#if !defined(__CUDACC__)
+#error "hcomm/transport/nccl.hpp is CUDA code: compile this file with nvcc"
+#else
+
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+#include <time.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "hcomm/core/error.hpp"
+#include "hcomm/core/half.hpp"
+#include "hcomm/exec/cuda.hpp"
+#include "hcomm/transport/lockstep.hpp"
+#include "hcomm/transport/mpi.hpp"
+
+#define HCOMM_NCCL_CHECK(expr)                                                                        \
+  do {                                                                                                \
+    const ncclResult_t hcomm_nccl_rc_ = (expr);                                                       \
+    if (hcomm_nccl_rc_ != ncclSuccess)                                                                \
+      ::hcomm::fail(::hcomm::errc::nccl_failure, std::string(#expr) + " at " + HCOMM_WHERE_ + ": " +  \
+                                                     ::ncclGetErrorString(hcomm_nccl_rc_));           \
+  } while (0)
+
+namespace hcomm::transport {
+
+struct nccl_backend {
+  static constexpr const char* name = "nccl";
+  // Device memory of the CUDA executor only (NCCL does not read pageable host memory).
+  template <class Exec>
+  static constexpr bool reaches = std::is_same_v<Exec, exec::cuda>;
+  template <class Exec>
+  static constexpr bool stages = false;
+
+  struct ticket {
+    cudaEvent_t event = nullptr;
+  };
+
+  class endpoint {
+   public:
+    explicit endpoint(MPI_Comm c) : mpi_(c) {
+      int rank = 0, size = 1;
+      HCOMM_MPI_CHECK(MPI_Comm_rank(c, &rank));
+      HCOMM_MPI_CHECK(MPI_Comm_size(c, &size));
+      HCOMM_CUDA_CHECK(cudaGetDevice(&device_));
+      for (auto& l : lanes_) {
+        ncclUniqueId id{};
+        if (rank == 0) HCOMM_NCCL_CHECK(ncclGetUniqueId(&id));
+        HCOMM_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, c));
+        HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+        const ncclResult_t rc = ncclCommInitRank(&l.comm, size, id, rank);
+        if (rc != ncclSuccess) {
+          l.comm = nullptr;
+          release();
+          hcomm::fail(errc::nccl_failure,
+                      std::string("ncclCommInitRank (rank ") + std::to_string(rank) + " of " + std::to_string(size) +
+                          ", CUDA device " + std::to_string(device_) + ") at " + HCOMM_WHERE_ + ": " +
+                          ncclGetErrorString(rc) +
+                          (rc == ncclInvalidUsage ? " (NCCL refuses two ranks on one GPU: give each rank its own "
+                                                    "device, or share one over transport::mpi_staged)"
+                                                  : ""));
+        }
+      }
+    }
+    endpoint(const endpoint&) = delete;
+    endpoint& operator=(const endpoint&) = delete;
+    ~endpoint() { release(); }
+
+    void group(lane l) {
+      cur_ = &lanes_[static_cast<std::size_t>(l)];
+      HCOMM_NCCL_CHECK(ncclGroupStart());
+    }
+    void send(const void* p, std::size_t bytes, int peer) {
+      HCOMM_NCCL_CHECK(ncclSend(p, bytes, ncclUint8, peer, cur_->comm, cur_->stream));
+    }
+    void recv(void* p, std::size_t bytes, int peer) {
+      HCOMM_NCCL_CHECK(ncclRecv(p, bytes, ncclUint8, peer, cur_->comm, cur_->stream));
+    }
+    ticket end_group() {
+      HCOMM_NCCL_CHECK(ncclGroupEnd());
+      ticket t{take_event()};
+      HCOMM_CUDA_CHECK(cudaEventRecord(t.event, cur_->stream));
+      return t;
+    }
+    // Whether the group finished; NCCL's asynchronous errors are checked meanwhile (a peer that
+    // failed would otherwise leave this rank waiting for ever). A finished ticket's event goes
+    // back to the pool: test it no more.
+    bool test(const ticket& t) {
+      const cudaError_t q = cudaEventQuery(t.event);
+      if (q == cudaErrorNotReady) {
+        check_async();
+        return false;
+      }
+      HCOMM_CUDA_CHECK(q);
+      events_.push_back(t.event);
+      return true;
+    }
+    void poll() {}  // (NCCL's kernels move on their own)
+    // Receives nobody wants land here; earlier buffers are kept until the endpoint goes (a
+    // queued receive may still write into one).
+    void* discard(std::size_t bytes) {
+      if (discard_.empty() || discard_sizes_.back() < bytes) {
+        void* p = nullptr;
+        HCOMM_CUDA_CHECK(cudaMalloc(&p, bytes));
+        discard_.push_back(p);
+        discard_sizes_.push_back(bytes);
+      }
+      return discard_.back();
+    }
+
+    template <class T>
+    void sum_allreduce(T* data, std::size_t n) {
+      HCOMM_NCCL_CHECK(ncclAllReduce(data, data, n, type_of<T>(), ncclSum, ring().comm, ring().stream));
+      settle();
+    }
+    template <class T>
+    void sum_reduce_scatter(const T* in, T* out, std::size_t m) {
+      HCOMM_NCCL_CHECK(ncclReduceScatter(in, out, m, type_of<T>(), ncclSum, ring().comm, ring().stream));
+      settle();
+    }
+    template <class T>
+    void allgather(const T* in, T* out, std::size_t m) {
+      HCOMM_NCCL_CHECK(ncclAllGather(in, out, m, type_of<T>(), ring().comm, ring().stream));
+      settle();
+    }
+    template <class T>
+    void broadcast_values(T* data, std::size_t n, int root) {
+      HCOMM_NCCL_CHECK(ncclBroadcast(data, data, n, type_of<T>(), root, ring().comm, ring().stream));
+      settle();
+    }
+    void broadcast_bytes(void* p, std::size_t bytes, int root) {
+      HCOMM_NCCL_CHECK(ncclBroadcast(p, p, bytes, ncclUint8, root, ring().comm, ring().stream));
+      settle();
+    }
+
+   private:
+    struct lane_state {
+      ncclComm_t comm = nullptr;
+      cudaStream_t stream = nullptr;
+    };
+    template <class T>
+    static ncclDataType_t type_of() {
+      if constexpr (std::is_same_v<T, float>) return ncclFloat32;
+      else if constexpr (std::is_same_v<T, double>) return ncclFloat64;
+      else if constexpr (std::is_same_v<T, bf16>) return ncclBfloat16;
+      else if constexpr (std::is_same_v<T, f16>) return ncclFloat16;
+      else static_assert(sizeof(T) == 0, "hcomm: transport::nccl: no NCCL type for this element");
+    }
+    lane_state& ring() { return lanes_[static_cast<std::size_t>(lane::ring)]; }
+    void settle() {
+      const ticket t{take_event()};
+      HCOMM_CUDA_CHECK(cudaEventRecord(t.event, ring().stream));
+      const timespec tick{0, 20000};
+      while (!test(t)) nanosleep(&tick, nullptr);
+    }
+    cudaEvent_t take_event() {
+      if (!events_.empty()) {
+        cudaEvent_t e = events_.back();
+        events_.pop_back();
+        return e;
+      }
+      cudaEvent_t e = nullptr;
+      HCOMM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      all_events_.push_back(e);
+      return e;
+    }
+    void check_async() {
+      for (auto& l : lanes_) {
+        ncclResult_t async = ncclSuccess;
+        HCOMM_NCCL_CHECK(ncclCommGetAsyncError(l.comm, &async));
+        if (async != ncclSuccess)
+          hcomm::fail(errc::nccl_failure, std::string("NCCL reported an asynchronous error while this rank waited: ") +
+                                              ncclGetErrorString(async) + " (" + HCOMM_WHERE_ + ")");
+      }
+    }
+    // Destroys what was made (after an error NCCL's communicators are aborted, not destroyed:
+    // destroy would wait for operations that cannot finish).
+    void release() noexcept {
+      for (auto& l : lanes_) {
+        if (l.comm) {
+          ncclResult_t async = ncclSuccess;
+          if (ncclCommGetAsyncError(l.comm, &async) == ncclSuccess && async == ncclSuccess) ncclCommDestroy(l.comm);
+          else ncclCommAbort(l.comm);
+          l.comm = nullptr;
+        }
+        if (l.stream) cudaStreamDestroy(l.stream);
+        l.stream = nullptr;
+      }
+      for (cudaEvent_t e : all_events_) cudaEventDestroy(e);
+      all_events_.clear();
+      events_.clear();
+      for (void* p : discard_) cudaFree(p);
+      discard_.clear();
+      discard_sizes_.clear();
+    }
+
+    MPI_Comm mpi_;
+    int device_ = 0;
+    std::array<lane_state, lane_count> lanes_{};
+    lane_state* cur_ = nullptr;
+    std::vector<cudaEvent_t> events_, all_events_;
+    std::vector<void*> discard_;
+    std::vector<std::size_t> discard_sizes_;
+  };
+};
+
+// NCCL, with the lockstep transport's sizes, rounds and lanes (transport/lockstep.hpp).
+using nccl = lockstep<nccl_backend>;
+
+}  // namespace hcomm::transport
+
+#endif  // __CUDACC__
