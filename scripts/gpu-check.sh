@@ -2,9 +2,8 @@
 # GPU check in two halves, so that a short GPU lease is spent on running, not building.
 #
 #   scripts/gpu-check.sh --prepare [--no-build] [--kit DIR]
-#       here (no GPU needed): build core_test_cuda, core_cuda_throughput, core_gpu_smoke and
-#       comm_test_device_transports
-#       (sm_80 and sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
+#       here (no GPU needed): build core_test_cuda, core_cuda_throughput, core_gpu_smoke,
+#       comm_test_device_transports and comm_test_nccl (sm_80 and sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
 #       (default build-gpu/kit, git-ignored, at most 64 MiB: fails if over). --no-build packs
 #       what $BUILD_DIR (default build-gpu) already holds.
 #   scripts/gpu-check.sh [--kit DIR]
@@ -44,6 +43,8 @@
 #   3 device-collectives  2 ranks sharing the GPU: comm_test_device_transports (every
 #                  collective on exec::cuda over mpi_staged, and mpi_device where MPI is
 #                  CUDA-aware, bitwise against the host context)
+#   3b nccl        comm_test_nccl on 1 rank (transport::nccl: the lanes, a round to itself,
+#                  NCCL's collectives), then on 2 ranks sharing the GPU (refused, clearly)
 #   4 throughput   core_cuda_throughput at THROUGHPUT_MIB (256) for THROUGHPUT_DTYPES (f32 f64)
 # then one table (summary.md: stage, result, seconds, and the throughput figures), printed
 # last, and one tarball of every log.
@@ -171,7 +172,7 @@ requirements() {
 
 if [ $PREPARE = 1 ]; then
   BUILD_DIR=${BUILD_DIR:-$SRC/build-gpu}
-  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke comm_test_device_transports"
+  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke comm_test_device_transports comm_test_nccl"
   if [ $BUILD = 1 ]; then
     NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
     [ -x "$NVCC" ] || { echo "gpu-check: no nvcc (set CUDACXX)" >&2; exit 1; }
@@ -513,6 +514,13 @@ device_collectives() {
   kit_env mpirun -np 2 --oversubscribe --allow-run-as-root --bind-to none "$BIN/comm_test_device_transports"
 }
 
+# transport::nccl: 1 rank (three lanes' communicators, a round to itself, NCCL's collectives),
+# then 2 ranks sharing the GPU, which NCCL must refuse with a clear error on both.
+nccl_check() {
+  kit_env mpirun -np 1 --allow-run-as-root --bind-to none "$BIN/comm_test_nccl" &&
+    kit_env mpirun -np 2 --oversubscribe --allow-run-as-root --bind-to none "$BIN/comm_test_nccl"
+}
+
 # 1 smoke.
 CORE_TOO_OLD=0 MPI_TOO_OLD=0
 t0=$(date +%s)
@@ -552,6 +560,14 @@ else
     gpu_stage device-collectives 90 bash -c device_collectives
   else
     record device-collectives "not in the kit" 0
+  fi
+  if [ "$MPI_TOO_OLD" = 1 ]; then
+    record nccl "not run (C runtime too old for the kit's MPI)" 0
+  elif [ -x "$BIN/comm_test_nccl" ]; then
+    export -f nccl_check
+    gpu_stage nccl 60 bash -c nccl_check
+  else
+    record nccl "not in the kit" 0
   fi
   for dt in ${THROUGHPUT_DTYPES:-f32 f64}; do
     gpu_stage "throughput-$dt" 90 "$BIN/core_cuda_throughput" --mib "${THROUGHPUT_MIB:-256}" --dtype "$dt"
