@@ -41,21 +41,6 @@ if(TARGET hcomm-codec)
   set_tests_properties(codec_cli_device PROPERTIES LABELS "codec;cli" TIMEOUT 300)
 endif()
 
-# hcomm-collective's command line: every bad argument exits 2 with one line from rank 0;
-# --device cuda exits 3 with one line without CUDA or a device.
-if(TARGET hcomm-collective AND MPIEXEC_EXECUTABLE)
-  if(HCOMM_ENABLE_CUDA)
-    set(_cuda ON)
-  else()
-    set(_cuda OFF)
-  endif()
-  add_test(NAME codec_cli_collective_bad_args
-           COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/collective_cli_test.sh ${MPIEXEC_EXECUTABLE}
-                   $<TARGET_FILE:hcomm-collective> ${_cuda})
-  set_tests_properties(codec_cli_collective_bad_args PROPERTIES LABELS "cli;mpi" TIMEOUT 300
-                       ENVIRONMENT "OMP_NUM_THREADS=1")
-endif()
-
 # The fuzz target's own driver (any compiler): seeds of every registered codec x dtype plus
 # 20000 deterministic mutations; runs in the sanitizer build too (HCOMM_SANITIZE=ON).
 add_executable(codec_fuzz_decode_driver ${PROJECT_SOURCE_DIR}/tests/fuzz/fuzz_decode.cpp)
