@@ -5,7 +5,10 @@
 // give exactly H(float(x0) + float(x1)), bit for bit; ZFP gives values within its error and
 // the same bytes on every rank. Host and host-check (the device code paths) agree bitwise,
 // residuals included. On more ranks the order of additions is the ring's: results are
-// checked to be identical across ranks and close to the float sum.
+// checked to be identical across ranks and close to the float sum. Point-to-point messages
+// (algorithm/p2p.hpp) and the typed communicator carry 16-bit values too: lossless codecs
+// deliver the sender's bits, host and host-check agree, and a receiver of the other 16-bit
+// type gets errc::mismatch.
 #include <mpi.h>
 
 #include <cmath>
@@ -14,7 +17,9 @@
 #include <string>
 #include <vector>
 
+#include "hcomm/algorithm/p2p.hpp"
 #include "hcomm/algorithm/ring.hpp"
+#include "hcomm/comm/communicator.hpp"
 #include "hcomm/exec/host_check.hpp"
 #include "mpi_check.hpp"
 
@@ -118,6 +123,20 @@ void run(const char* spec, std::size_t n, bool raw) {
     }
     CHECK(all, tag + " allgather holds every rank's values");
   }
+  // point-to-point around the ring: send right, receive from the left
+  {
+    const int right = (r + 1) % p, left = (r + p - 1) % p;
+    const std::vector<H> out = data_of<H>(r + 7, n);
+    std::vector<H> a(n), b(n);
+    auto sa = alg::isend(hx, cfg, std::span<const H>(out), right, 5);
+    auto sb = alg::isend(dx, cfg, std::span<const H>(out), right, 5);
+    alg::recv(hx, cfg, std::span<H>(a), left, 5);
+    alg::recv(dx, cfg, std::span<H>(b), left, 5);
+    sa.wait();
+    sb.wait();
+    CHECK(same_bits(a, b), tag + " send/recv host == host_check");
+    if (lossless) CHECK(same_bits(a, data_of<H>(left + 7, n)), tag + " send/recv delivers the sender's bits");
+  }
 }
 
 }  // namespace
@@ -132,6 +151,40 @@ int main(int argc, char** argv) {
           run<hcomm::bf16>(spec, n, raw);
           run<hcomm::f16>(spec, n, raw);
         }
+    {  // a receiver of the other 16-bit type: mismatch, whatever the codec
+      alg::options opt;
+      opt.threshold_bytes = 0;
+      for (const char* spec : {"none", "mpc", "zfp:16"}) {
+        host_cx cx(MPI_COMM_WORLD, opt, "h16 mismatch");
+        cx.keep_comm_alive();
+        const int p = t::world_size(), r = t::world_rank();
+        const auto cfg = hcomm::codec::parse_config(spec);
+        const std::vector<hcomm::bf16> out = data_of<hcomm::bf16>(r, 300);
+        std::vector<hcomm::f16> in(300);
+        auto s = alg::isend(cx, cfg, std::span<const hcomm::bf16>(out), (r + 1) % p, 6);
+        EXPECT_ERROR(alg::recv(cx, cfg, std::span<hcomm::f16>(in), (r + p - 1) % p, 6), hcomm::errc::mismatch, "bf16",
+                     std::string("f16 receive of a bf16 message, ") + spec);
+        s.wait();
+      }
+    }
+    {  // the typed communicators on 16-bit spans
+      using tp_comm = hcomm::communicator<hcomm::ParallelAxis<hcomm::TP>, hcomm::Compressor<hcomm::Lossless>>;
+      using pp_comm = hcomm::communicator<hcomm::ParallelAxis<hcomm::PP>, hcomm::Compressor<hcomm::Lossless>>;
+      const int p = t::world_size(), r = t::world_rank();
+      tp_comm tp(MPI_COMM_WORLD);
+      pp_comm pp(MPI_COMM_WORLD);
+      host_cx hx(MPI_COMM_WORLD, alg::options{}, "h16 typed");
+      std::vector<hcomm::bf16> x = data_of<hcomm::bf16>(r, 4000), y = x;
+      tp.allreduce(std::span<hcomm::bf16>(x));
+      alg::allreduce(hx, tp_comm::config(), std::span<hcomm::bf16>(y));
+      CHECK(same_bits(x, y), "typed TP communicator: bf16 allreduce as the algorithm's");
+      const std::vector<hcomm::f16> out = data_of<hcomm::f16>(r, 2500);
+      std::vector<hcomm::f16> in(2500);
+      auto s = pp.isend(std::span<const hcomm::f16>(out), (r + 1) % p, 9);
+      pp.recv(std::span<hcomm::f16>(in), (r + p - 1) % p, 9);
+      s.wait();
+      CHECK(same_bits(in, data_of<hcomm::f16>((r + p - 1) % p, 2500)), "typed PP communicator: f16 send/recv");
+    }
     // The codecs that take no 16-bit values say so.
     host_cx hx(MPI_COMM_WORLD, alg::options{}, "h16");
     std::vector<hcomm::bf16> v(8, hcomm::bf16(1.0f));

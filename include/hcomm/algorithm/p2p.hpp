@@ -6,6 +6,10 @@
 //   ...                       // compute while the message arrives
 //   req.wait();               // decodes; throws hcomm::error on a bad or mismatched frame
 //
+// Element types: float, double and the 16-bit storage types bf16 and f16 (codecs that take
+// 16-bit values: none, MPC, ZFP; the frames say the dtype, and a receiver of another dtype
+// gets errc::mismatch).
+//
 // Wire format: a message of n values is a sequence of frames, one per segment, all with the
 // caller's tag (MPI keeps their order). Small or uncompressed messages are one frame of the
 // list's identity codec (none) whose payload is the caller's buffer itself (the transport
@@ -116,9 +120,9 @@ class basic_request {
   }
 
  private:
-  template <floating_element T, class C>
+  template <element T, class C>
   friend basic_request<C> isend(C&, codec::config, std::span<const T>, int, int);
-  template <floating_element T, class C>
+  template <element T, class C>
   friend basic_request<C> irecv(C&, codec::config, std::span<T>, int, int);
 
   void decode(Cx& cx, const std::byte* frame, std::size_t bytes, std::size_t off, std::size_t len) {
@@ -127,8 +131,12 @@ class basic_request {
       cx.executor().copy(f, frame, bytes);
       frame = f;
     }
-    if (type_ == dtype::f32) cx.decompress(frame, bytes, static_cast<float*>(out_) + off, len);
-    else cx.decompress(frame, bytes, static_cast<double*>(out_) + off, len);
+    switch (type_) {
+      case dtype::f32: cx.decompress(frame, bytes, static_cast<float*>(out_) + off, len); break;
+      case dtype::f64: cx.decompress(frame, bytes, static_cast<double*>(out_) + off, len); break;
+      case dtype::bf16: cx.decompress(frame, bytes, static_cast<bf16*>(out_) + off, len); break;
+      case dtype::f16: cx.decompress(frame, bytes, static_cast<f16*>(out_) + off, len); break;
+    }
   }
   // The raw message was received as [header][caller's buffer]; check the header agrees.
   void check_raw(Cx& cx, const std::byte* head, std::size_t got) const {
@@ -188,7 +196,7 @@ void check_peer(const Cx& cx, int peer, int tag, const char* what) {
 
 }  // namespace detail
 
-template <floating_element T, class Cx>
+template <element T, class Cx>
 basic_request<Cx> isend(Cx& cx, codec::config cfg, std::span<const T> x, int peer, int tag) {
   static_assert(context_type<Cx>, "hcomm: isend takes a basic_context<...>");
   using Tr = typename Cx::transport_type;
@@ -262,7 +270,7 @@ basic_request<Cx> isend(Cx& cx, codec::config cfg, std::span<const T> x, int pee
   return rq;
 }
 
-template <floating_element T, class Cx>
+template <element T, class Cx>
 basic_request<Cx> irecv(Cx& cx, codec::config cfg, std::span<T> x, int peer, int tag) {
   static_assert(context_type<Cx>, "hcomm: irecv takes a basic_context<...>");
   using Tr = typename Cx::transport_type;
@@ -303,12 +311,12 @@ basic_request<Cx> irecv(Cx& cx, codec::config cfg, std::span<T> x, int peer, int
   return rq;
 }
 
-template <floating_element T, class Cx>
+template <element T, class Cx>
 void send(Cx& cx, const codec::config& cfg, std::span<const T> x, int peer, int tag) {
   isend(cx, cfg, x, peer, tag).wait();
 }
 
-template <floating_element T, class Cx>
+template <element T, class Cx>
 void recv(Cx& cx, const codec::config& cfg, std::span<T> x, int peer, int tag) {
   irecv(cx, cfg, x, peer, tag).wait();
 }

@@ -73,37 +73,37 @@ class runtime_communicator {
   void reset_stats() noexcept { cx_->counters() = {}; }
 
   // Error-feedback residual (for checkpoints): empty until the first lossy call.
-  template <floating_element T>
+  template <element T>
   std::span<const T> residual() const {
     if (cx_->residual_size() == 0) return {};
     if (cx_->residual_type() != dtype_of<T>)
       fail(errc::mismatch, "residual holds " + std::string(to_string(cx_->residual_type())) + " values");
     return {reinterpret_cast<const T*>(cx_->residual_bytes().data()), cx_->residual_size()};
   }
-  template <floating_element T>
+  template <element T>
   void load_residual(std::span<const T> r) { cx_->load_residual(r); }
   void reset_residual() noexcept { cx_->reset_residual(); }
 
-  template <floating_element T>
+  template <element T>
   void send(std::span<const T> x, int peer, int tag) { algorithm::send(*cx_, cfg_, x, peer, tag); }
-  template <floating_element T>
+  template <element T>
   void recv(std::span<T> x, int peer, int tag) { algorithm::recv(*cx_, cfg_, x, peer, tag); }
-  template <floating_element T>
+  template <element T>
   request isend(std::span<const T> x, int peer, int tag) { return algorithm::isend(*cx_, cfg_, x, peer, tag); }
-  template <floating_element T>
+  template <element T>
   request irecv(std::span<T> x, int peer, int tag) { return algorithm::irecv(*cx_, cfg_, x, peer, tag); }
 
-  template <floating_element T>
+  template <element T>
   void allreduce(std::span<T> x) {
     algorithm::allreduce(*cx_, cfg_, x, ef_ ? cx_->template residual_for<T>(x.size()) : nullptr);
   }
-  template <floating_element T>
+  template <element T>
   void reduce_scatter(std::span<const T> in, std::span<T> out) {
     algorithm::reduce_scatter(*cx_, cfg_, in, out, ef_ ? cx_->template residual_for<T>(in.size()) : nullptr);
   }
-  template <floating_element T>
+  template <element T>
   void allgather(std::span<const T> in, std::span<T> out) { algorithm::allgather(*cx_, cfg_, in, out); }
-  template <floating_element T>
+  template <element T>
   void broadcast(std::span<T> x, int root) { algorithm::broadcast(*cx_, cfg_, x, root); }
 
  private:
@@ -189,12 +189,22 @@ class communicator {
   //     the bundle's PP communicator spans the world, so peers are world ranks) ---
   void send(std::span<const float> x, int peer, int tag) requires offers_p2p { impl_.send(x, peer, tag); }
   void send(std::span<const double> x, int peer, int tag) requires offers_p2p { impl_.send(x, peer, tag); }
+  void send(std::span<const bf16> x, int peer, int tag) requires offers_p2p { impl_.send(x, peer, tag); }
+  void send(std::span<const f16> x, int peer, int tag) requires offers_p2p { impl_.send(x, peer, tag); }
   void recv(std::span<float> x, int peer, int tag) requires offers_p2p { impl_.recv(x, peer, tag); }
   void recv(std::span<double> x, int peer, int tag) requires offers_p2p { impl_.recv(x, peer, tag); }
+  void recv(std::span<bf16> x, int peer, int tag) requires offers_p2p { impl_.recv(x, peer, tag); }
+  void recv(std::span<f16> x, int peer, int tag) requires offers_p2p { impl_.recv(x, peer, tag); }
   [[nodiscard]] request isend(std::span<const float> x, int peer, int tag) requires offers_p2p {
     return impl_.isend(x, peer, tag);
   }
   [[nodiscard]] request isend(std::span<const double> x, int peer, int tag) requires offers_p2p {
+    return impl_.isend(x, peer, tag);
+  }
+  [[nodiscard]] request isend(std::span<const bf16> x, int peer, int tag) requires offers_p2p {
+    return impl_.isend(x, peer, tag);
+  }
+  [[nodiscard]] request isend(std::span<const f16> x, int peer, int tag) requires offers_p2p {
     return impl_.isend(x, peer, tag);
   }
   [[nodiscard]] request irecv(std::span<float> x, int peer, int tag) requires offers_p2p {
@@ -203,29 +213,47 @@ class communicator {
   [[nodiscard]] request irecv(std::span<double> x, int peer, int tag) requires offers_p2p {
     return impl_.irecv(x, peer, tag);
   }
+  [[nodiscard]] request irecv(std::span<bf16> x, int peer, int tag) requires offers_p2p {
+    return impl_.irecv(x, peer, tag);
+  }
+  [[nodiscard]] request irecv(std::span<f16> x, int peer, int tag) requires offers_p2p {
+    return impl_.irecv(x, peer, tag);
+  }
 
   // --- TP and DP: sums and gathers ---
   void allreduce(std::span<float> x) requires offers_reduce { impl_.allreduce(x); }
   void allreduce(std::span<double> x) requires offers_reduce { impl_.allreduce(x); }
+  void allreduce(std::span<bf16> x) requires offers_reduce { impl_.allreduce(x); }
+  void allreduce(std::span<f16> x) requires offers_reduce { impl_.allreduce(x); }
   void reduce_scatter(std::span<const float> in, std::span<float> out) requires offers_reduce {
     impl_.reduce_scatter(in, out);
   }
   void reduce_scatter(std::span<const double> in, std::span<double> out) requires offers_reduce {
     impl_.reduce_scatter(in, out);
   }
+  void reduce_scatter(std::span<const bf16> in, std::span<bf16> out) requires offers_reduce {
+    impl_.reduce_scatter(in, out);
+  }
+  void reduce_scatter(std::span<const f16> in, std::span<f16> out) requires offers_reduce {
+    impl_.reduce_scatter(in, out);
+  }
   void allgather(std::span<const float> in, std::span<float> out) requires offers_reduce { impl_.allgather(in, out); }
   void allgather(std::span<const double> in, std::span<double> out) requires offers_reduce {
     impl_.allgather(in, out);
   }
+  void allgather(std::span<const bf16> in, std::span<bf16> out) requires offers_reduce { impl_.allgather(in, out); }
+  void allgather(std::span<const f16> in, std::span<f16> out) requires offers_reduce { impl_.allgather(in, out); }
 
   // --- DP: parameters from one replica to all (lossy codecs: all end with the decoded values) ---
   void broadcast(std::span<float> x, int root) requires offers_broadcast { impl_.broadcast(x, root); }
   void broadcast(std::span<double> x, int root) requires offers_broadcast { impl_.broadcast(x, root); }
+  void broadcast(std::span<bf16> x, int root) requires offers_broadcast { impl_.broadcast(x, root); }
+  void broadcast(std::span<f16> x, int root) requires offers_broadcast { impl_.broadcast(x, root); }
 
   // --- error feedback (ErrorFeedback policy): the residual, for checkpoints ---
-  template <floating_element T>
+  template <element T>
   std::span<const T> residual() const requires error_feedback { return impl_.template residual<T>(); }
-  template <floating_element T>
+  template <element T>
   void load_residual(std::span<const T> r) requires error_feedback { impl_.load_residual(r); }
   void reset_residual() noexcept requires error_feedback { impl_.reset_residual(); }
 

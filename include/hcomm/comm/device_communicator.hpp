@@ -67,50 +67,50 @@ class device_communicator {
   // --- PP ---
   // (Inputs take device_span<T> or device_span<const T>.)
   template <class U>
-  void send(device_span<U> x, int peer, int tag) requires offers_p2p && floating_element<std::remove_const_t<U>> {
+  void send(device_span<U> x, int peer, int tag) requires offers_p2p && element<std::remove_const_t<U>> {
     algorithm::send(*cx_, config(), std::span<const std::remove_const_t<U>>(x.data(), x.size()), peer, tag);
   }
-  template <floating_element T>
+  template <element T>
   void recv(device_span<T> x, int peer, int tag) requires offers_p2p {
     algorithm::recv(*cx_, config(), std::span<T>(x.data(), x.size()), peer, tag);
   }
   template <class U>
   [[nodiscard]] request_type isend(device_span<U> x, int peer, int tag)
-    requires offers_p2p && floating_element<std::remove_const_t<U>>
+    requires offers_p2p && element<std::remove_const_t<U>>
   {
     return algorithm::isend(*cx_, config(), std::span<const std::remove_const_t<U>>(x.data(), x.size()), peer, tag);
   }
-  template <floating_element T>
+  template <element T>
   [[nodiscard]] request_type irecv(device_span<T> x, int peer, int tag) requires offers_p2p {
     return algorithm::irecv(*cx_, config(), std::span<T>(x.data(), x.size()), peer, tag);
   }
 
   // --- TP and DP ---
-  template <floating_element T>
+  template <element T>
   void allreduce(device_span<T> x) requires offers_reduce {
     algorithm::allreduce(*cx_, config(), std::span<T>(x.data(), x.size()), residual_of<T>(x.size()));
   }
-  template <class U, floating_element T>
+  template <class U, element T>
   void reduce_scatter(device_span<U> in, device_span<T> out)
     requires offers_reduce && std::is_same_v<std::remove_const_t<U>, T>
   {
     algorithm::reduce_scatter(*cx_, config(), std::span<const T>(in.data(), in.size()),
                               std::span<T>(out.data(), out.size()), residual_of<T>(in.size()));
   }
-  template <class U, floating_element T>
+  template <class U, element T>
   void allgather(device_span<U> in, device_span<T> out) requires offers_reduce && std::is_same_v<std::remove_const_t<U>, T>
   {
     algorithm::allgather(*cx_, config(), std::span<const T>(in.data(), in.size()), std::span<T>(out.data(), out.size()));
   }
 
   // --- DP ---
-  template <floating_element T>
+  template <element T>
   void broadcast(device_span<T> x, int root) requires offers_broadcast {
     algorithm::broadcast(*cx_, config(), std::span<T>(x.data(), x.size()), root);
   }
 
   // --- error feedback: the residual, in the executor's memory ---
-  template <floating_element T>
+  template <element T>
   device_span<const T> residual() const requires error_feedback {
     if (cx_->residual_size() == 0) return {};
     if (cx_->residual_type() != dtype_of<T>)
