@@ -1,6 +1,6 @@
 // CUDA executor tests: the executor's members against host results, and the codec engine on
 // hcomm::exec::cuda giving the same frame bytes and decoded values as the host executor for
-// every registered codec. Without a usable device the binary prints "SKIPPED: no CUDA
+// every registered codec (float, double, and bf16/f16 where the codec takes them). Without a usable device the binary prints "SKIPPED: no CUDA
 // device (...)" and exits 77, which ctest reports as skipped (SKIP_RETURN_CODE).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include "../team_probes.hpp"
 #include "cuda_backend.hpp"
@@ -84,12 +85,27 @@ TEST_CASE("cuda executor: copy, fill_zero, from_host and to_host move the right 
   }
 }
 
+// Every codec of the list on float and double, and on bf16 and f16 where it takes them.
+template <bool Takes, template <class> class C, class T>
+struct taken {
+  using type = std::tuple<>;
+};
+template <template <class> class C, class T>
+struct taken<true, C, T> {
+  using type = std::tuple<C<T>>;
+};
+template <template <class> class C, class T>
+using taken_t = typename taken<codec::family_takes<C, T>, C, T>::type;
 template <class List>
 struct codec_types;
 template <template <class> class... Cs>
 struct codec_types<codec::codec_list<Cs...>> {
-  using type = std::tuple<Cs<float>..., Cs<double>...>;
+  using type = decltype(std::tuple_cat(std::declval<std::tuple<Cs<float>..., Cs<double>...>>(),
+                                       std::declval<taken_t<Cs, hcomm::bf16>>()...,
+                                       std::declval<taken_t<Cs, hcomm::f16>>()...));
 };
+static_assert(std::tuple_size_v<codec_types<codec::registered_codecs>::type> == 2 * 5 + 2 * 3,
+              "float and double of the five codecs, bf16 and f16 of none, MPC and ZFP");
 
 TEMPLATE_LIST_TEST_CASE("cuda executor: every registered codec gives the host executor's frame bytes",
                         "[cuda][codec]", codec_types<codec::registered_codecs>::type) {
