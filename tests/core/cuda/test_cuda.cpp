@@ -1,7 +1,8 @@
 // CUDA executor tests: the executor's members against host results, and the codec engine on
 // hcomm::exec::cuda giving the same frame bytes and decoded values as the host executor for
-// every registered codec (float, double, and bf16/f16 where the codec takes them). Without a usable device the binary prints "SKIPPED: no CUDA
-// device (...)" and exits 77, which ctest reports as skipped (SKIP_RETURN_CODE).
+// every registered codec (float, double, and bf16/f16 where the codec takes them). Without
+// a usable device the binary prints "SKIPPED: no CUDA device (...)" and exits 77, which ctest
+// reports as skipped (SKIP_RETURN_CODE).
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
