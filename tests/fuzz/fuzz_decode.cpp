@@ -1,5 +1,5 @@
 // tests/fuzz/fuzz_decode.cpp: feeds arbitrary bytes to hcomm::codec::engine::decompress for every
-// registered codec and both element types. The only allowed outcomes are a successful decode
+// registered codec and the four element types (f32, f64, bf16, f16). The only allowed outcomes are a successful decode
 // or an hcomm::error that leaves the output untouched; anything else (a crash, an
 // out-of-bounds access under ASan, UB under UBSan, another exception, a touched output after
 // an error, a hang, an allocation sized by a count the payload cannot hold) is a finding.
@@ -11,7 +11,7 @@
 //   mode bits 2-3: the receiver: 0 one that sizes its buffer by the frame's own count, as
 //               hcomm-codec decompress does (validate_frame first, then the allocation);
 //               1 one expecting count + 1, 2 count - 1 (buffers of their own); 3 the frame's
-//               count with the other dtype only
+//               count with each other dtype only
 // Counts go up to 2^64 - 1 (the header's field). A count whose values could fit the payload
 // (at most 64 bytes of values per payload byte: MPC's all-zero float64 chunks come closest,
 // at 63) gets a real, exactly sized buffer; a larger one is offered to the engine by a
@@ -168,26 +168,30 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (mode & 3u) put64(f + 56, hcomm::hash64(f, 56, 0));
     count = get64(f + 16);
     have_count = true;
-    frame_type = f[7] == 2 ? dtype::f64 : dtype::f32;
+    if (f[7] >= 1 && f[7] <= 4) frame_type = static_cast<dtype>(f[7]);
   }
   decode_all<float>(f, fsize, mode, have_count, count);
   decode_all<double>(f, fsize, mode, have_count, count);
+  decode_all<hcomm::bf16>(f, fsize, mode, have_count, count);
+  decode_all<hcomm::f16>(f, fsize, mode, have_count, count);
   if (((mode >> 2) & 3u) == 3u && have_count) {
-    // the frame's own count but the other element type: must fail, never decode
-    const dtype other = frame_type == dtype::f32 ? dtype::f64 : dtype::f32;
-    if (!could_fit<double>(count, fsize)) {
-      decode_unbacked(f, fsize, count, other);
-      return 0;
+    // the frame's own count but another element type: must fail, never decode
+    for (dtype other : {dtype::f32, dtype::f64, dtype::bf16, dtype::f16}) {
+      if (other == frame_type) continue;
+      if (!could_fit<double>(count, fsize)) {
+        decode_unbacked(f, fsize, count, other);
+        continue;
+      }
+      const std::size_t n = static_cast<std::size_t>(count);
+      std::vector<unsigned char> out(n * 8 + 1);
+      bool decoded = false;
+      try {
+        engine().decompress(f, fsize, out.data(), n, other);
+        decoded = true;
+      } catch (const hcomm::error&) {
+      }
+      if (decoded) finding("decoded a frame as another dtype", std::to_string(count) + " values");
     }
-    const std::size_t n = static_cast<std::size_t>(count);
-    std::vector<unsigned char> out(n * 8 + 1);
-    bool decoded = false;
-    try {
-      engine().decompress(f, fsize, out.data(), n, other);
-      decoded = true;
-    } catch (const hcomm::error&) {
-    }
-    if (decoded) finding("decoded a frame as the other dtype", std::to_string(count) + " values");
   }
   return 0;
 }
@@ -224,8 +228,11 @@ std::vector<T> data(std::size_t n, int kind) {
   std::mt19937_64 g(n * 31 + static_cast<unsigned>(kind));
   std::normal_distribution<double> nd(0.0, 1e-2);
   for (std::size_t i = 0; i < n; ++i) {
-    v[i] = static_cast<T>(kind == 0 ? std::sin(0.01 * static_cast<double>(i)) * 4.0 + nd(g) * 1e-3 : nd(g));
-    if (kind == 2 && i % 7 == 3) v[i] = i % 2 ? std::numeric_limits<T>::quiet_NaN() : -std::numeric_limits<T>::infinity();
+    double y = kind == 0 ? std::sin(0.01 * static_cast<double>(i)) * 4.0 + nd(g) * 1e-3 : nd(g);
+    if (kind == 2 && i % 7 == 3)
+      y = i % 2 ? std::numeric_limits<double>::quiet_NaN() : -std::numeric_limits<double>::infinity();
+    if constexpr (hcomm::half_element<T>) v[i] = T(static_cast<float>(y));  // (rounded to nearest even)
+    else v[i] = static_cast<T>(y);
   }
   return v;
 }
@@ -234,14 +241,18 @@ std::vector<T> data(std::size_t n, int kind) {
 std::vector<std::vector<std::uint8_t>> seeds() {
   std::vector<std::vector<std::uint8_t>> out;
   hc::engine<> eng{hcomm::exec::host{1}};
-  for (dtype t : {dtype::f32, dtype::f64})
+  for (dtype t : {dtype::f32, dtype::f64, dtype::bf16, dtype::f16})
     for (bool ck : {false, true})
       for (const hc::config& c : configs(t, ck))
         for (std::size_t n : {0, 1, 5, 33, 1025, 4099})
           for (int kind : {0, 1, 2}) {
             std::vector<std::byte> fr;
-            if (t == dtype::f32) fr = eng.compress(c, std::span<const float>(data<float>(n, kind)));
-            else fr = eng.compress(c, std::span<const double>(data<double>(n, kind)));
+            switch (t) {
+              case dtype::f32: fr = eng.compress(c, std::span<const float>(data<float>(n, kind))); break;
+              case dtype::f64: fr = eng.compress(c, std::span<const double>(data<double>(n, kind))); break;
+              case dtype::bf16: fr = eng.compress(c, std::span<const hcomm::bf16>(data<hcomm::bf16>(n, kind))); break;
+              case dtype::f16: fr = eng.compress(c, std::span<const hcomm::f16>(data<hcomm::f16>(n, kind))); break;
+            }
             std::vector<std::uint8_t> s(fr.size() + 1);
             s[0] = static_cast<std::uint8_t>(1 | (kind == 1 ? 2 : 0));  // fix header checksum (+payload)
             std::memcpy(s.data() + 1, fr.data(), fr.size());
