@@ -36,6 +36,9 @@ namespace hcomm::codec::zfp_detail {
 
 // Team size of the ZFP team kernels on device executors (two groups per team).
 inline constexpr int team_threads = 128;
+static_assert(team_threads % static_cast<int>(group_blocks) == 0,
+              "hcomm: the ZFP team kernels give each thread one block of a whole group: the team size must "
+              "be a multiple of the blocks per group");
 
 // Groups that a team of team_size threads codes (a thread per block).
 HCOMM_HOST_DEVICE constexpr std::size_t team_groups(int team_size) {
