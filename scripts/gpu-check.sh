@@ -202,10 +202,13 @@ if [ $PREPARE = 1 ]; then
   # toolkit lacks that version.
   for lib in $(ldd "$KIT/bin/core_gpu_smoke" | awk '/libcudart/ {print $3}'); do cp -L "$lib" "$KIT/lib/"; done
   # Other libraries the programs need beyond glibc/libstdc++/libgcc, the CUDA runtime and MPI
-  # (libgomp, say): in lib/host, used there only if the machine lacks one of them.
+  # (libgomp, say): in lib/host, used there only if the machine lacks one of them. NCCL and
+  # cuBLAS are not carried (NCCL alone is over 200 MB): the GPU machine's toolkit or its
+  # PyTorch wheels have them (find_lib below).
   mkdir -p "$KIT/lib/host"
   for f in "$KIT"/bin/*; do ldd "$f"; done | awk '/=>/ && $3 ~ /^\// {print $1, $3}' | sort -u | while read -r n p; do
-    [[ $n =~ $BASE_LIBS || $n =~ $MPI_LIBS || $n == libcudart* ]] || cp -L "$p" "$KIT/lib/host/$n"
+    [[ $n =~ $BASE_LIBS || $n =~ $MPI_LIBS || $n == libcudart* || $n == libnccl* || $n == libcublas* ]] ||
+      cp -L "$p" "$KIT/lib/host/$n"
   done
   pack_mpi "$KIT/mpi"
   rc=$?

@@ -1,13 +1,19 @@
 // tools/hcomm-collective/device.hpp: the collective a measurement runs (host_ops), and the
 // --device cuda backend behind portable declarations. device_cuda.cu (nvcc, builds with
-// HCOMM_ENABLE_CUDA) keeps the buffers in device memory and runs each collective through
-// hcomm::cuda_staging (device -> pinned host -> the host collective -> device), timed with CUDA
-// events; device_none.cpp (every other build) only says why it cannot.
+// HCOMM_ENABLE_CUDA) keeps the buffers in device memory and runs each collective either
+// device-resident (--device-path resident: a basic_context<exec::cuda, transport> of its own,
+// coding, decoding and reducing on the GPU, frames through the run-time device transport,
+// transport/device_transport.hpp) or through hcomm::cuda_staging (--device-path staging:
+// device -> pinned host -> the host collective -> device), timed with CUDA events;
+// device_none.cpp (every other build) only says why it cannot.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+
+#include "hcomm/codec/config.hpp"
 
 namespace collective_tool {
 
@@ -51,7 +57,30 @@ class device_buffers {
   virtual double run(host_ops& comm, op_kind op, std::size_t n) = 0;
   // Copies the collective's input (in_n values) and output (out_n) to the host.
   virtual void fetch(float* in, float* out) = 0;
+  // The device-resident path counts its own bytes (the host communicator passed to run() is
+  // not used there); the staging path leaves them to that communicator.
+  struct counters {
+    std::uint64_t wire_bytes = 0, raw_bytes = 0;
+    double codec_seconds = 0;
+  };
+  virtual bool resident() const { return false; }
+  virtual counters last_counters() const { return {}; }
+  // The transport the device-resident path runs on (mpi_staged or mpi_device), else "".
+  virtual std::string transport() const { return {}; }
 };
 std::unique_ptr<device_buffers> make_cuda_buffers(const float* input, std::size_t in_n, std::size_t out_n);
+
+// What the device-resident path needs of the measurement: the codec (baseline: MPI's own
+// collectives on the staged or CUDA-aware values, uncompressed) and the communicator options.
+struct resident_setup {
+  hcomm::codec::config cfg{};
+  bool baseline = false;
+  bool error_feedback = false;  // a residual of in_n values on the device
+  std::size_t threshold = 0, segment = 0;
+  bool checksum = true, validate = true;
+  int idle_sleep_us = -1;
+};
+std::unique_ptr<device_buffers> make_cuda_resident(const float* input, std::size_t in_n, std::size_t out_n,
+                                                   const resident_setup& setup);
 
 }  // namespace collective_tool

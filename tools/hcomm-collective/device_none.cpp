@@ -14,4 +14,8 @@ std::unique_ptr<device_buffers> make_cuda_buffers(const float*, std::size_t, std
   hcomm::fail(hcomm::errc::invalid_argument, cuda_unavailable());
 }
 
+std::unique_ptr<device_buffers> make_cuda_resident(const float*, std::size_t, std::size_t, const resident_setup&) {
+  hcomm::fail(hcomm::errc::invalid_argument, cuda_unavailable());
+}
+
 }  // namespace collective_tool
