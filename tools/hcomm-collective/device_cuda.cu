@@ -34,11 +34,12 @@ void cuda_select_device(int local_rank) {
 
 namespace {
 
-class cuda_buffers final : public device_buffers {
+// What both paths share: the stream, two events around one collective, and the kept input,
+// the collective's input and its output in device memory.
+class cuda_measurement : public device_buffers {
  public:
-  cuda_buffers(const float* input, std::size_t in_n, std::size_t out_n) : in_n_(in_n), out_n_(out_n) {
+  cuda_measurement(const float* input, std::size_t in_n, std::size_t out_n) : in_n_(in_n), out_n_(out_n) {
     HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    stage_ = std::make_unique<hcomm::cuda_staging>(stream_);
     HCOMM_CUDA_CHECK(cudaEventCreate(&start_));
     HCOMM_CUDA_CHECK(cudaEventCreate(&stop_));
     HCOMM_CUDA_CHECK(cudaMalloc(&kept_, bytes(in_n)));
@@ -46,8 +47,9 @@ class cuda_buffers final : public device_buffers {
     HCOMM_CUDA_CHECK(cudaMalloc(&out_, bytes(out_n)));
     HCOMM_CUDA_CHECK(cudaMemcpy(kept_, input, in_n * sizeof(float), cudaMemcpyHostToDevice));
   }
-  ~cuda_buffers() override {
-    stage_.reset();  // waits for its last copy
+  ~cuda_measurement() override {
+    if (stream_) cudaStreamSynchronize(stream_);
+    cudaFree(res_);
     cudaFree(out_);
     cudaFree(in_);
     cudaFree(kept_);
@@ -55,70 +57,87 @@ class cuda_buffers final : public device_buffers {
     if (start_) cudaEventDestroy(start_);
     if (stream_) cudaStreamDestroy(stream_);
   }
+  cuda_measurement(const cuda_measurement&) = delete;
+  cuda_measurement& operator=(const cuda_measurement&) = delete;
 
   void reset() override {
     HCOMM_CUDA_CHECK(cudaMemcpyAsync(in_, kept_, in_n_ * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
     HCOMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
-
-  double run(host_ops& comm, op_kind op, std::size_t n) override {
-    HCOMM_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    switch (op) {
-      case op_kind::allreduce: stage_->allreduce(comm, in_, n); break;
-      case op_kind::allgather: stage_->allgather(comm, in_, n, out_); break;
-      case op_kind::reduce_scatter: stage_->reduce_scatter(comm, in_, out_n_, out_); break;
-      case op_kind::broadcast: stage_->broadcast(comm, in_, n, 0); break;
-      case op_kind::p2p: {
-        const int peer = comm.rank() ^ 1;
-        if (peer < comm.size()) {
-          if (comm.rank() % 2 == 0) stage_->send(comm, in_, n, peer, 5);
-          else stage_->recv(comm, out_, n, peer, 5);
-        }
-        break;
-      }
-    }
-    HCOMM_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    HCOMM_CUDA_CHECK(cudaEventSynchronize(stop_));
-    float ms = 0;
-    HCOMM_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    return static_cast<double>(ms) / 1e3;
-  }
-
   void fetch(float* in, float* out) override {
     HCOMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
     HCOMM_CUDA_CHECK(cudaMemcpy(in, in_, in_n_ * sizeof(float), cudaMemcpyDeviceToHost));
     HCOMM_CUDA_CHECK(cudaMemcpy(out, out_, out_n_ * sizeof(float), cudaMemcpyDeviceToHost));
   }
 
- private:
+ protected:
+  // f() between two events on the stream; its seconds.
+  template <class F>
+  double timed(F&& f) {
+    HCOMM_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    f();
+    HCOMM_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    HCOMM_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0;
+    HCOMM_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return static_cast<double>(ms) / 1e3;
+  }
+  // An error-feedback residual of in_n values, zero.
+  void add_residual() {
+    HCOMM_CUDA_CHECK(cudaMalloc(&res_, bytes(in_n_)));
+    HCOMM_CUDA_CHECK(cudaMemset(res_, 0, bytes(in_n_)));
+  }
   static std::size_t bytes(std::size_t n) { return n == 0 ? sizeof(float) : n * sizeof(float); }
+
   std::size_t in_n_, out_n_;
   cudaStream_t stream_ = nullptr;
+  float *kept_ = nullptr, *in_ = nullptr, *out_ = nullptr, *res_ = nullptr;
+
+ private:
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  std::unique_ptr<hcomm::cuda_staging> stage_;
-  float *kept_ = nullptr, *in_ = nullptr, *out_ = nullptr;
 };
 
-// The device-resident path: a context of its own on exec::cuda (the transport chosen at run
-// time: CUDA-aware MPI where MPI says so, else frames through pinned host staging).
-class cuda_resident final : public device_buffers {
+// --device-path staging: whole buffers through hcomm::cuda_staging and the host collective.
+class cuda_buffers final : public cuda_measurement {
+ public:
+  cuda_buffers(const float* input, std::size_t in_n, std::size_t out_n)
+      : cuda_measurement(input, in_n, out_n), stage_(std::make_unique<hcomm::cuda_staging>(stream_)) {}
+  ~cuda_buffers() override { stage_.reset(); }  // waits for its last copy
+
+  double run(host_ops& comm, op_kind op, std::size_t n) override {
+    return timed([&] {
+      switch (op) {
+        case op_kind::allreduce: stage_->allreduce(comm, in_, n); break;
+        case op_kind::allgather: stage_->allgather(comm, in_, n, out_); break;
+        case op_kind::reduce_scatter: stage_->reduce_scatter(comm, in_, out_n_, out_); break;
+        case op_kind::broadcast: stage_->broadcast(comm, in_, n, 0); break;
+        case op_kind::p2p: {
+          const int peer = comm.rank() ^ 1;
+          if (peer < comm.size()) {
+            if (comm.rank() % 2 == 0) stage_->send(comm, in_, n, peer, 5);
+            else stage_->recv(comm, out_, n, peer, 5);
+          }
+          break;
+        }
+      }
+    });
+  }
+
+ private:
+  std::unique_ptr<hcomm::cuda_staging> stage_;
+};
+
+// --device-path resident: a context of its own on exec::cuda (the transport chosen at run
+// time: CUDA-aware MPI where MPI says so, else frames through pinned host staging); coding,
+// decoding and the reduction run on the GPU.
+class cuda_resident final : public cuda_measurement {
   template <class Tr>
   using context = hcomm::algorithm::basic_context<hcomm::exec::cuda, Tr>;
 
  public:
   cuda_resident(const float* input, std::size_t in_n, std::size_t out_n, const resident_setup& s)
-      : in_n_(in_n), out_n_(out_n) {
-    HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    HCOMM_CUDA_CHECK(cudaEventCreate(&start_));
-    HCOMM_CUDA_CHECK(cudaEventCreate(&stop_));
-    HCOMM_CUDA_CHECK(cudaMalloc(&kept_, bytes(in_n)));
-    HCOMM_CUDA_CHECK(cudaMalloc(&in_, bytes(in_n)));
-    HCOMM_CUDA_CHECK(cudaMalloc(&out_, bytes(out_n)));
-    HCOMM_CUDA_CHECK(cudaMemcpy(kept_, input, in_n * sizeof(float), cudaMemcpyHostToDevice));
-    if (s.error_feedback) {
-      HCOMM_CUDA_CHECK(cudaMalloc(&res_, bytes(in_n)));
-      HCOMM_CUDA_CHECK(cudaMemset(res_, 0, bytes(in_n)));
-    }
+      : cuda_measurement(input, in_n, out_n) {
+    if (s.error_feedback) add_residual();
     hcomm::algorithm::options opt;
     opt.threshold_bytes = s.baseline ? std::numeric_limits<std::size_t>::max() : s.threshold;
     opt.segment_bytes = s.segment;
@@ -138,59 +157,13 @@ class cuda_resident final : public device_buffers {
     if (stream_) cudaStreamSynchronize(stream_);
     device_.reset();
     staged_.reset();
-    cudaFree(res_);
-    cudaFree(out_);
-    cudaFree(in_);
-    cudaFree(kept_);
-    if (stop_) cudaEventDestroy(stop_);
-    if (start_) cudaEventDestroy(start_);
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-
-  void reset() override {
-    HCOMM_CUDA_CHECK(cudaMemcpyAsync(in_, kept_, in_n_ * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
-    HCOMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
   double run(host_ops&, op_kind op, std::size_t n) override {
-    auto one = [&](auto& cx) {
-      namespace alg = hcomm::algorithm;
-      cx.counters() = {};
-      switch (op) {
-        case op_kind::allreduce: alg::allreduce(cx, cfg_, std::span<float>(in_, n), res_); break;
-        case op_kind::allgather:
-          alg::allgather(cx, cfg_, std::span<const float>(in_, n), std::span<float>(out_, out_n_));
-          break;
-        case op_kind::reduce_scatter:
-          alg::reduce_scatter(cx, cfg_, std::span<const float>(in_, in_n_), std::span<float>(out_, out_n_), res_);
-          break;
-        case op_kind::broadcast: alg::broadcast(cx, cfg_, std::span<float>(in_, n), 0); break;
-        case op_kind::p2p: {
-          const int peer = cx.rank() ^ 1;
-          if (peer < cx.size()) {
-            if (cx.rank() % 2 == 0) alg::send(cx, cfg_, std::span<const float>(in_, n), peer, 5);
-            else alg::recv(cx, cfg_, std::span<float>(out_, n), peer, 5);
-          }
-          break;
-        }
-      }
-      const auto& st = cx.counters();
-      last_ = {st.wire_bytes, st.raw_bytes, st.compress_seconds};
-    };
-    HCOMM_CUDA_CHECK(cudaEventRecord(start_, stream_));
-    if (device_) one(*device_);
-    else one(*staged_);
-    HCOMM_CUDA_CHECK(cudaEventRecord(stop_, stream_));
-    HCOMM_CUDA_CHECK(cudaEventSynchronize(stop_));
-    float ms = 0;
-    HCOMM_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    return static_cast<double>(ms) / 1e3;
-  }
-
-  void fetch(float* in, float* out) override {
-    HCOMM_CUDA_CHECK(cudaStreamSynchronize(stream_));
-    HCOMM_CUDA_CHECK(cudaMemcpy(in, in_, in_n_ * sizeof(float), cudaMemcpyDeviceToHost));
-    HCOMM_CUDA_CHECK(cudaMemcpy(out, out_, out_n_ * sizeof(float), cudaMemcpyDeviceToHost));
+    return timed([&] {
+      if (device_) one(*device_, op, n);
+      else one(*staged_, op, n);
+    });
   }
   bool resident() const override { return true; }
   counters last_counters() const override { return last_; }
@@ -199,11 +172,32 @@ class cuda_resident final : public device_buffers {
   }
 
  private:
-  static std::size_t bytes(std::size_t n) { return n == 0 ? sizeof(float) : n * sizeof(float); }
-  std::size_t in_n_, out_n_;
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-  float *kept_ = nullptr, *in_ = nullptr, *out_ = nullptr, *res_ = nullptr;
+  template <class Cx>
+  void one(Cx& cx, op_kind op, std::size_t n) {
+    namespace alg = hcomm::algorithm;
+    cx.counters() = {};
+    switch (op) {
+      case op_kind::allreduce: alg::allreduce(cx, cfg_, std::span<float>(in_, n), res_); break;
+      case op_kind::allgather:
+        alg::allgather(cx, cfg_, std::span<const float>(in_, n), std::span<float>(out_, out_n_));
+        break;
+      case op_kind::reduce_scatter:
+        alg::reduce_scatter(cx, cfg_, std::span<const float>(in_, in_n_), std::span<float>(out_, out_n_), res_);
+        break;
+      case op_kind::broadcast: alg::broadcast(cx, cfg_, std::span<float>(in_, n), 0); break;
+      case op_kind::p2p: {
+        const int peer = cx.rank() ^ 1;
+        if (peer < cx.size()) {
+          if (cx.rank() % 2 == 0) alg::send(cx, cfg_, std::span<const float>(in_, n), peer, 5);
+          else alg::recv(cx, cfg_, std::span<float>(out_, n), peer, 5);
+        }
+        break;
+      }
+    }
+    const auto& st = cx.counters();
+    last_ = {st.wire_bytes, st.raw_bytes, st.compress_seconds};
+  }
+
   hcomm::codec::config cfg_{};
   std::unique_ptr<context<hcomm::transport::mpi_device>> device_;
   std::unique_ptr<context<hcomm::transport::mpi_staged>> staged_;
