@@ -12,9 +12,13 @@
 // without starting MPI. What depends on the rank count (reduce_scatter's least size) is
 // checked right after MPI_Init, before any communication, with the same outcome.
 //
-// --device cuda: the buffers live in device memory and each collective goes through
-// hcomm::cuda_staging (device_cuda.cu), timed with CUDA events. Without CUDA in the build or
-// without a device on some rank, one line says why and every rank exits 3.
+// --device cuda: the buffers live in device memory, timed with CUDA events (device_cuda.cu).
+// --device-path resident (default): hcomm's collectives on exec::cuda, coding, decoding and
+// reducing on the GPU, frames over the run-time device transport (CUDA-aware MPI where MPI
+// says so, else pinned host staging); the baseline is then MPI on the staged (or CUDA-aware)
+// values. --device-path staging: whole buffers through hcomm::cuda_staging and the host
+// collective. Without CUDA in the build or without a device on some rank, one line says why
+// and every rank exits 3.
 //
 // A failure while measuring prints one line per failing rank and aborts the job with status
 // 1 (MPI_Abort: a rank left waiting in a collective cannot hang).
@@ -28,7 +32,9 @@
 // null where ranks hold different results), data, threshold, segment, idle_sleep_us and
 // idle_wait_us (asked / resolved), validate (the per-collective cross-rank check, on unless
 // --no-validate), round (0-based, with --rounds N), threads and threads_source (rank 0's
-// host thread count, hcomm::exec::default_threads(), and why), device (cpu or cuda).
+// host thread count, hcomm::exec::default_threads(), and why), device (cpu or cuda), and
+// with cuda: device_path (resident or staging) and transport (resident: mpi_staged or
+// mpi_device).
 // Written with nlohmann::json, one compact object per line, keys in this order.
 #include <mpi.h>
 
@@ -65,7 +71,8 @@ struct args {
   bool checksum = true;
   bool validate = true;  // comm_options::validate: the per-collective cross-rank check
   int idle_sleep_us = -1;  // auto (comm_options::idle_auto)
-  bool cuda = false;       // --device cuda: device buffers through hcomm::cuda_staging
+  bool cuda = false;       // --device cuda: device buffers
+  bool resident = true;    // --device-path resident (hcomm on the GPU) or staging (cuda_staging)
 };
 
 // The collectives of an hcomm communicator, and MPI's own (the baseline), as host_ops.
@@ -199,7 +206,20 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
   host_ops& ops = base ? static_cast<host_ops&>(mops) : static_cast<host_ops&>(hops);
   const op_kind kind = op_of(op);
   std::unique_ptr<collective_tool::device_buffers> dev;
-  if (a.cuda) dev = collective_tool::make_cuda_buffers(input.data(), in_n, out_n);
+  if (a.cuda && a.resident) {
+    collective_tool::resident_setup rs;
+    rs.cfg = cfg;
+    rs.baseline = base;
+    rs.error_feedback = ef;
+    rs.threshold = a.threshold;
+    rs.segment = a.segment;
+    rs.checksum = a.checksum;
+    rs.validate = a.validate;
+    rs.idle_sleep_us = a.idle_sleep_us;
+    dev = collective_tool::make_cuda_resident(input.data(), in_n, out_n, rs);
+  } else if (a.cuda) {
+    dev = collective_tool::make_cuda_buffers(input.data(), in_n, out_n);
+  }
 
   result res;
   for (int it = -a.warmup; it < a.iters; ++it) {
@@ -209,7 +229,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     MPI_Barrier(MPI_COMM_WORLD);
     double dt = 0;
     if (dev) {
-      dt = dev->run(ops, kind, n);  // CUDA events around the staged collective
+      dt = dev->run(ops, kind, n);  // CUDA events around the device collective
     } else {
       const double t0 = MPI_Wtime();
       run_host(ops, kind, in, out, n);
@@ -219,8 +239,15 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     if (it >= 0) res.times.push_back(dt);
   }
   if (dev) dev->fetch(in.data(), out.data());
-  // Bytes on the wire of the last iteration, summed over ranks.
-  const auto st = comm.stats();
+  // Bytes on the wire of the last iteration, summed over ranks (the device-resident path
+  // counts its own).
+  auto st = comm.stats();
+  if (dev && dev->resident()) {
+    const auto dc = dev->last_counters();
+    st.wire_bytes = dc.wire_bytes;
+    st.raw_bytes = dc.raw_bytes;
+    st.compress_seconds = dc.codec_seconds;
+  }
   std::uint64_t wr[2] = {st.wire_bytes, st.raw_bytes};
   MPI_Allreduce(MPI_IN_PLACE, wr, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
   res.wire = wr[0];
@@ -323,6 +350,10 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     j["threads"] = hcomm::exec::default_threads();
     j["threads_source"] = hcomm::exec::threads_source();
     j["device"] = a.cuda ? "cuda" : "cpu";
+    if (a.cuda) {
+      j["device_path"] = a.resident ? "resident" : "staging";
+      if (dev && dev->resident()) j["transport"] = dev->transport();
+    }
     std::fputs((j.dump() + "\n").c_str(), stdout);
     std::fflush(stdout);
   }
@@ -381,8 +412,9 @@ bool parse_args(int argc, char** argv, int rank, args& a) {
       "Sizes are bytes per rank with an optional K, M, G suffix (powers of 1024); messages are float32, so\n"
       "--bytes must be a multiple of 4, and reduce_scatter needs at least 4 bytes per rank (it reduces\n"
       "the largest multiple of RANKS values).\n"
-      "--device cuda keeps the buffers in device memory and runs each collective through hcomm::cuda_staging\n"
-      "(device -> pinned host -> the host collective -> device), timed with CUDA events.\n"
+      "--device cuda keeps the buffers in device memory, timed with CUDA events; --device-path resident (default)\n"
+      "runs hcomm's collectives on the GPU (frames over CUDA-aware MPI or pinned host staging), staging runs each\n"
+      "through hcomm::cuda_staging (device -> pinned host -> the host collective -> device).\n"
       "exit status: 0 ok, 1 a failure while measuring, 2 bad command line (one line, from rank 0),\n"
       "3 --device cuda without a usable CUDA device or in a build without CUDA (one line)");
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one counts
@@ -411,8 +443,12 @@ bool parse_args(int argc, char** argv, int rank, args& a) {
   app.add_option("--segment", segment, "raw bytes per pipelined segment (default 1M)")
       ->transform(tools::size_bytes(4, 4 * tools::GiB, sizeof(float), "whole float32 values"));
   std::string device = "cpu";
-  app.add_option("--device", device, "where the buffers live: cpu (default) or cuda (staged through host memory)")
+  app.add_option("--device", device, "where the buffers live: cpu (default) or cuda")
       ->check(CLI::IsMember({"cpu", "cuda"}));
+  std::string device_path = "resident";
+  app.add_option("--device-path", device_path,
+                 "with --device cuda: resident (hcomm on the GPU, default) or staging (whole buffers via the host)")
+      ->check(CLI::IsMember({"resident", "staging"}));
   app.add_flag("--no-checksum", no_checksum, "no payload checksum in the frames");
   app.add_flag("--no-validate", no_validate, "no per-collective cross-rank check");
   app.add_option("--idle-sleep-us", a.idle_sleep_us,
@@ -434,6 +470,7 @@ bool parse_args(int argc, char** argv, int rank, args& a) {
   a.checksum = !no_checksum;
   a.validate = !no_validate;
   a.cuda = device == "cuda";
+  a.resident = device_path == "resident";
   if (argc <= 1) {  // quick default sweep
     a.ops = {"allreduce"};
     a.codecs = {"none", "mpc", "zfp:16", "zfp:8"};
