@@ -3,7 +3,7 @@
 #
 #   scripts/gpu-check.sh --prepare [--no-build] [--kit DIR]
 #       here (no GPU needed): build core_test_cuda, core_cuda_throughput, core_gpu_smoke,
-#       comm_test_device_transports and comm_test_nccl (sm_80 and sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
+#       comm_test_device_transports, comm_test_nccl and hcomm-collective (sm_80 and sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
 #       (default build-gpu/kit, git-ignored, at most 64 MiB: fails if over). --no-build packs
 #       what $BUILD_DIR (default build-gpu) already holds.
 #   scripts/gpu-check.sh [--kit DIR]
@@ -17,7 +17,7 @@
 #       where Debian's Open MPI is not installed). By hand:
 #         bash scripts/gpu-check.sh --prepare && bash scripts/gpu-check.sh --dry-run
 #
-# The kit: bin/ (the three programs, stripped), lib/ (the CUDA runtime they were linked
+# The kit: bin/ (the programs, stripped), lib/ (the CUDA runtime they were linked
 # against, used only where the machine lacks it), mpi/ (Debian 12's Open MPI 4.1 runtime:
 # mpirun (orterun), orted, ompi_info, libmpi and every library it, the launcher and the
 # plugins need beyond glibc/libstdc++/libgcc, the MCA plugins (mpi/lib/openmpi), PMIx's
@@ -45,7 +45,10 @@
 #                  CUDA-aware, bitwise against the host context)
 #   3b nccl        comm_test_nccl on 1 rank (transport::nccl: the lanes, a round to itself,
 #                  NCCL's collectives), then on 2 ranks sharing the GPU (refused, clearly)
-#   4 throughput   core_cuda_throughput at THROUGHPUT_MIB (256) for THROUGHPUT_DTYPES (f32 f64)
+#   3c device-timing  2 ranks sharing the GPU: hcomm-collective --device cuda (device-resident
+#                  allreduce: none, mpc, zfp:8 and MPI, COLLECTIVE_MIB=64 per rank), JSON lines
+#   4 throughput   core_cuda_throughput at THROUGHPUT_MIB (256) for THROUGHPUT_DTYPES (f32 bf16 f64),
+#                  each with a device-to-device copy of the same size first (the roofline)
 # then one table (summary.md: stage, result, seconds, and the throughput figures), printed
 # last, and one tarball of every log.
 #
@@ -172,7 +175,7 @@ requirements() {
 
 if [ $PREPARE = 1 ]; then
   BUILD_DIR=${BUILD_DIR:-$SRC/build-gpu}
-  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke comm_test_device_transports comm_test_nccl"
+  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke comm_test_device_transports comm_test_nccl hcomm-collective"
   if [ $BUILD = 1 ]; then
     NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
     [ -x "$NVCC" ] || { echo "gpu-check: no nvcc (set CUDACXX)" >&2; exit 1; }
@@ -180,7 +183,8 @@ if [ $PREPARE = 1 ]; then
     mkdir -p "$BUILD_DIR"
     cmake -S "$SRC" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
           -DHCOMM_ENABLE_CUDA=ON -DHCOMM_ENABLE_MPI=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHS:-80;90}" \
-          -DHCOMM_BUILD_TESTS=ON -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=OFF -DHCOMM_BUILD_TOOLS=OFF \
+          -DHCOMM_BUILD_TESTS=ON -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=OFF -DHCOMM_BUILD_TOOLS=ON \
+          -DHCOMM_TOOLS=hcomm-collective \
           "-DHCOMM_TEST_AREAS=core;comm" >"$BUILD_DIR/kit-configure.log" 2>&1 || { tail -30 "$BUILD_DIR/kit-configure.log"; exit 1; }
     echo "gpu-check: build $PROGRAMS"
     # shellcheck disable=SC2086
@@ -192,6 +196,7 @@ if [ $PREPARE = 1 ]; then
   for p in $PROGRAMS; do
     f=$BUILD_DIR/tests/core/$p
     [ -x "$f" ] || f=$BUILD_DIR/tests/comm/$p
+    [ -x "$f" ] || f=$BUILD_DIR/tools/$p/$p
     if [ -x "$f" ]; then
       cp "$f" "$KIT/bin/" && strip --strip-unneeded "$KIT/bin/$p"
     elif [ $BUILD = 1 ] || [ "$p" = core_gpu_smoke ]; then
@@ -524,6 +529,14 @@ nccl_check() {
     kit_env mpirun -np 2 --oversubscribe --allow-run-as-root --bind-to none "$BIN/comm_test_nccl"
 }
 
+# 2 ranks sharing the GPU time hcomm-collective's device-resident allreduce (hcomm's ring on
+# exec::cuda over the run-time device transport) against MPI on the same device buffers; one
+# JSON line per measurement (no throughput claim from one GPU: the ranks share it).
+device_timing() {
+  kit_env mpirun -np 2 --oversubscribe --allow-run-as-root --bind-to none "$BIN/hcomm-collective" --device cuda \
+    --op allreduce --codec none,mpc,zfp:8 --baseline --bytes "${COLLECTIVE_MIB:-64}M" --threshold 0 --iters 5
+}
+
 # 1 smoke.
 CORE_TOO_OLD=0 MPI_TOO_OLD=0
 t0=$(date +%s)
@@ -572,7 +585,15 @@ else
   else
     record nccl "not in the kit" 0
   fi
-  for dt in ${THROUGHPUT_DTYPES:-f32 f64}; do
+  if [ "$MPI_TOO_OLD" = 1 ]; then
+    record device-timing "not run (C runtime too old for the kit's MPI)" 0
+  elif [ -x "$BIN/hcomm-collective" ]; then
+    export -f device_timing
+    gpu_stage device-timing 60 bash -c device_timing
+  else
+    record device-timing "not in the kit" 0
+  fi
+  for dt in ${THROUGHPUT_DTYPES:-f32 bf16 f64}; do
     gpu_stage "throughput-$dt" 90 "$BIN/core_cuda_throughput" --mib "${THROUGHPUT_MIB:-256}" --dtype "$dt"
   done
 fi

@@ -2,8 +2,12 @@
 // hcomm::exec::cuda (device memory in and out), one JSON object per line on stdout, for
 // scripts/gpu-check.sh and bench/codec/RESULTS.md. Exits 77 ("SKIPPED: ...") without a GPU.
 //
-//   core_cuda_throughput [--mib 256] [--codecs none,mpc,zfp:8,zfp:16] [--dtype f32|f64]
+//   core_cuda_throughput [--mib 256] [--codecs none,mpc,zfp:8,zfp:16] [--dtype f32|f64|bf16|f16]
 //
+// First line: the roofline of the same run, a device-to-device cudaMemcpyAsync of the input's
+// size ("codec": "d2d-copy"; GB/s count the bytes copied once, the copy reads and writes
+// them); then one line per codec and data kind (a codec that does not take the dtype says so
+// on stderr and is skipped).
 // GB/s count raw input bytes over the time of the call, as bench_codecs does on the host.
 // compress: back-to-back compress_async calls between two CUDA events (stream-ordered, no
 // host synchronisation inside). decompress: the engine's decompress, which reads the frame
@@ -26,12 +30,19 @@ namespace {
 namespace hc = hcomm::codec;
 using hcomm::exec::cuda;
 
+// x as T (16-bit types: through float, rounded to nearest even).
+template <class T>
+T of(double x) {
+  if constexpr (hcomm::half_element<T>) return T(static_cast<float>(x));
+  else return static_cast<T>(x);
+}
+
 template <class T>
 std::vector<T> smooth(std::size_t n) {
   std::vector<T> v(n);
   for (std::size_t i = 0; i < n; ++i) {
     const double x = static_cast<double>(i);
-    v[i] = static_cast<T>(std::sin(x * 1e-4) * 50.0 + std::sin(x * 3e-3) * 2.0 + std::sin(x * 0.7) * 1e-3);
+    v[i] = of<T>(std::sin(x * 1e-4) * 50.0 + std::sin(x * 3e-3) * 2.0 + std::sin(x * 0.7) * 1e-3);
   }
   return v;
 }
@@ -47,7 +58,7 @@ std::vector<T> noise(std::size_t n) {  // xorshift + Box-Muller-free sum of unif
       s ^= s << 17;
       acc += static_cast<double>(s >> 11) * 0x1.0p-53 - 0.5;
     }
-    v[i] = static_cast<T>(acc * 1.7e-3);
+    v[i] = of<T>(acc * 1.7e-3);
   }
   return v;
 }
@@ -62,6 +73,25 @@ int run(const std::vector<std::string>& codecs, std::size_t mib) {
   HCOMM_CUDA_CHECK(cudaEventCreate(&e0));
   HCOMM_CUDA_CHECK(cudaEventCreate(&e1));
   int failures = 0;
+  {  // the roofline: one device-to-device copy of the same size, timed the same way
+    void *a = nullptr, *b = nullptr;
+    HCOMM_CUDA_CHECK(cudaMalloc(&a, bytes));
+    HCOMM_CUDA_CHECK(cudaMalloc(&b, bytes));
+    HCOMM_CUDA_CHECK(cudaMemsetAsync(a, 1, bytes, stream));
+    HCOMM_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
+    const int iters = 20;
+    HCOMM_CUDA_CHECK(cudaEventRecord(e0, stream));
+    for (int i = 0; i < iters; ++i) HCOMM_CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, stream));
+    HCOMM_CUDA_CHECK(cudaEventRecord(e1, stream));
+    HCOMM_CUDA_CHECK(cudaEventSynchronize(e1));
+    float ms = 0;
+    HCOMM_CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+    std::printf("{\"codec\": \"d2d-copy\", \"dtype\": \"%s\", \"mib\": %zu, \"iterations\": %d, \"copy_GBps\": %.2f}\n",
+                std::string(hcomm::to_string(hcomm::dtype_of<T>)).c_str(), mib, iters, bytes / (ms / 1e3 / iters) / 1e9);
+    std::fflush(stdout);
+    cudaFree(a);
+    cudaFree(b);
+  }
   for (const char* data : {"smooth", "noise"}) {
     const std::vector<T> host = std::strcmp(data, "smooth") == 0 ? smooth<T>(n) : noise<T>(n);
     for (const auto& name : codecs) {
@@ -115,7 +145,8 @@ int run(const std::vector<std::string>& codecs, std::size_t mib) {
       if (c.codec != hcomm::codec_id::zfp) ok = std::memcmp(back.data(), host.data(), bytes) == 0;
       double max_err = 0;
       for (std::size_t i = 0; i < n; ++i)
-        max_err = std::fmax(max_err, std::fabs(static_cast<double>(back[i]) - static_cast<double>(host[i])));
+        max_err = std::fmax(max_err, std::fabs(static_cast<double>(static_cast<float>(back[i])) -
+                                               static_cast<double>(static_cast<float>(host[i]))));
       failures += !ok;
       std::printf(
           "{\"codec\": \"%s\", \"dtype\": \"%s\", \"data\": \"%s\", \"mib\": %zu, \"iterations\": %d, "
@@ -157,7 +188,7 @@ int main(int argc, char** argv) {
     else if (k == "--codecs") codecs = v;
     else if (k == "--dtype") dtype = v;
     else {
-      std::fprintf(stderr, "usage: %s [--mib N] [--codecs LIST] [--dtype f32|f64]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--mib N] [--codecs LIST] [--dtype f32|f64|bf16|f16]\n", argv[0]);
       return 2;
     }
   }
@@ -167,7 +198,14 @@ int main(int argc, char** argv) {
     return 77;
   }
   try {
-    return dtype == "f64" ? run<double>(split(codecs), mib) : run<float>(split(codecs), mib);
+    if (dtype == "f64") return run<double>(split(codecs), mib);
+    if (dtype == "bf16") return run<hcomm::bf16>(split(codecs), mib);
+    if (dtype == "f16") return run<hcomm::f16>(split(codecs), mib);
+    if (dtype != "f32") {
+      std::fprintf(stderr, "core_cuda_throughput: --dtype %s: f32, f64, bf16 or f16\n", dtype.c_str());
+      return 2;
+    }
+    return run<float>(split(codecs), mib);
   } catch (const hcomm::error& e) {
     std::fprintf(stderr, "core_cuda_throughput: %s\n", e.what());
     return 1;
