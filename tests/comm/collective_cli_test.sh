@@ -86,6 +86,19 @@ expect_usage --scheme --scheme bogus
 expect_usage --axis --axis xx
 expect_usage --data --data adir
 expect_usage --data --data random,smooth
+# --data FILE: raw float32 values; missing, empty, not whole values, not finite, shorter than
+# --bytes (not tiled), one file of several missing
+: > empty.f32
+printf '\0\0\200\77\0\0' > odd.f32
+printf '\0\0\200\77\0\0\300\177' > nan.f32
+head -c 4096 /dev/zero > zeros.f32
+expect_usage "--data missing.f32: no such file" --data missing.f32
+expect_usage "--data empty.f32: is empty" --data empty.f32
+expect_usage "--data odd.f32: 6 bytes is not a whole number of float32 values" --data odd.f32
+expect_usage "--data nan.f32: value 1 is not finite" --data nan.f32
+expect_usage "--bytes 8192 is larger than --data zeros.f32 (4096 bytes)" --data zeros.f32 --bytes 8K
+expect_usage "--data missing.f32: no such file" --data zeros.f32,missing.f32
+expect_usage "--data: give smooth, random or FILE" --data ''
 expect_usage --fast --fast
 expect_usage extra --bytes 4K extra
 expect_usage --device --device gpu
@@ -97,6 +110,7 @@ expect_usage_np2 --bytes --bytes 0
 expect_usage_np2 --fast --fast
 expect_usage_np2 --codec --codec lz4
 expect_usage_np2 --bytes --op allreduce,reduce_scatter --bytes 4
+expect_usage_np2 "--bytes 8192 is larger than --data zeros.f32" --data zeros.f32 --bytes 8K
 
 # --device cuda: "built without CUDA" in a build without it; in a build with it, either a
 # measurement on the device or "no CUDA device: <the runtime's reason>"; exit 3 when it cannot.
@@ -153,6 +167,18 @@ for r in rows:
     assert r["device"] == "cpu", r
 assert {r["codec"] for r in rows} == {"mpc:0", "zfp:8", "mpi"}  # canonical names (to_string)
 assert {r["op"] for r in rows} == {"allreduce", "reduce_scatter"}
+EOF
+# --data FILE,FILE: rank r sends file r mod 2 (exact sums and gathers: max_error 0), --bytes
+# defaults to the smaller file, the JSON names the files.
+python3 -c 'import array; array.array("f", [0.5 * i for i in range(2048)]).tofile(open("ramp.f32", "wb"))'
+timeout 120 "$MPIEXEC" "${FLAGS[@]}" -n 2 "$TOOL" --data ramp.f32,zeros.f32 --op allreduce,allgather,p2p --codec mpc \
+  --iters 1 --warmup 0 --threshold 0 > files.txt 2> err.txt || die "--data ramp.f32,zeros.f32: exit $?: $(cat err.txt)"
+python3 - files.txt <<'EOF' || die "--data files JSON: $(cat files.txt)"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert [r["op"] for r in rows] == ["allreduce", "allgather", "p2p"], rows
+for r in rows:
+    assert r["data"] == "ramp.f32,zeros.f32" and r["bytes"] == 4096 and r["max_error"] == 0, r
 EOF
 # --help: printed once (by rank 0), exit 0.
 timeout 120 "$MPIEXEC" "${FLAGS[@]}" -n 2 "$TOOL" --help > help.txt 2> err.txt || die "--help: exit $?"

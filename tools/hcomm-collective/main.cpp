@@ -12,6 +12,12 @@
 // without starting MPI. What depends on the rank count (reduce_scatter's least size) is
 // checked right after MPI_Init, before any communication, with the same outcome.
 //
+// --data smooth|random computes each rank's input from (rank, index); --data FILE[,FILE...]
+// reads raw float32 files (e.g. train_gpt --dump-tensors: real gradients, activations, TP
+// partial sums) once, before MPI_Init, on every rank: rank r sends the first values of file
+// r mod K, and every rank holds all K files for the reference. A message larger than a file is
+// refused (not tiled); --bytes defaults to the smallest file's size.
+//
 // --device cuda: the buffers live in device memory, timed with CUDA events (device_cuda.cu).
 // --device-path resident (default): hcomm's collectives on exec::cuda, coding, decoding and
 // reducing on the GPU, frames over the run-time device transport (CUDA-aware MPI where MPI
@@ -28,23 +34,27 @@
 // (bytes / seconds), wire_bytes and raw_bytes (per iteration, summed over ranks), ratio,
 // max_error (against a float64 reference computed from every rank's input), rel_error
 // (max_error / largest reference magnitude), codec_seconds (slowest rank's encode+decode time
-// in the last iteration), identical (every rank holds the same bytes;
-// null where ranks hold different results), data, threshold, segment, idle_sleep_us and
-// idle_wait_us (asked / resolved), validate (the per-collective cross-rank check, on unless
-// --no-validate), round (0-based, with --rounds N), threads and threads_source (rank 0's
-// host thread count, hcomm::exec::default_threads(), and why), device (cpu or cuda), and
-// with cuda: device_path (resident or staging) and transport (resident: mpi_staged or
-// mpi_device).
+// in the last iteration), identical (every rank holds the same bytes; null where ranks hold
+// different results), data (smooth, random or the --data files as given), threshold,
+// segment, idle_sleep_us and idle_wait_us (asked / resolved), validate (the per-collective
+// cross-rank check, on unless --no-validate), round (0-based, with --rounds N), threads and
+// threads_source (rank 0's host thread count, hcomm::exec::default_threads(), and why),
+// device (cpu or cuda), and with cuda: device_path (resident or staging) and transport
+// (resident: mpi_staged or mpi_device).
 // Written with nlohmann::json, one compact object per line, keys in this order.
 #include <mpi.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -63,6 +73,7 @@ struct args {
   std::vector<std::string> ops;
   std::vector<std::string> codecs;
   std::string scheme, axis = "dp", data = "smooth";
+  std::vector<std::vector<float>> files;  // --data FILE[,FILE...]: rank r's input is files[r % K]
   std::vector<std::size_t> bytes;
   int iters = 5, warmup = 1;
   int rounds = 1;  // the whole sweep repeated; codecs alternate within a round (A/B on the same link)
@@ -144,9 +155,11 @@ void run_host(host_ops& c, op_kind op, std::vector<float>& in, std::vector<float
   }
 }
 
-// Every rank's input is a function of (rank, index), so every rank can compute the reference.
-float value(const std::string& kind, int rank, std::size_t i) {
-  if (kind == "random") {
+// Every rank's input is a function of (rank, index), so every rank can compute the reference:
+// a file's values (--data FILE), or synthetic ones.
+float value(const args& a, int rank, std::size_t i) {
+  if (!a.files.empty()) return a.files[static_cast<std::size_t>(rank) % a.files.size()][i];
+  if (a.data == "random") {
     std::uint64_t h = (static_cast<std::uint64_t>(rank) + 1) * 0x9E3779B97F4A7C15ull ^ (i * 0xC2B2AE3D27D4EB4Full);
     h ^= h >> 31;
     h *= 0xBF58476D1CE4E5B9ull;
@@ -199,7 +212,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     out_n = n / p;
   }
   std::vector<float> input(in_n), in(in_n), out(out_n);
-  for (std::size_t i = 0; i < in_n; ++i) input[i] = value(a.data, rank, i);
+  for (std::size_t i = 0; i < in_n; ++i) input[i] = value(a, rank, i);
 
   hcomm_ops hops(comm);
   mpi_ops mops;
@@ -270,33 +283,33 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
   if (op == "allreduce") {
     for (std::size_t i = 0; i < n; ++i) {
       double ref = 0;
-      for (int q = 0; q < p; ++q) ref += value(a.data, q, i);
+      for (int q = 0; q < p; ++q) ref += value(a, q, i);
       err = std::max(err, std::fabs(got[i] - ref));
       ref_max = std::max(ref_max, std::fabs(ref));
     }
   } else if (op == "reduce_scatter") {
     for (std::size_t j = 0; j < out_n; ++j) {
       double ref = 0;
-      for (int q = 0; q < p; ++q) ref += value(a.data, q, rank * out_n + j);
+      for (int q = 0; q < p; ++q) ref += value(a, q, rank * out_n + j);
       err = std::max(err, std::fabs(got[j] - ref));
       ref_max = std::max(ref_max, std::fabs(ref));
     }
   } else if (op == "allgather") {
     for (int q = 0; q < p; ++q)
       for (std::size_t i = 0; i < n; ++i) {
-        const double ref = value(a.data, q, i);
+        const double ref = value(a, q, i);
         err = std::max(err, std::fabs(got[q * n + i] - ref));
         ref_max = std::max(ref_max, std::fabs(ref));
       }
   } else if (op == "broadcast") {
     for (std::size_t i = 0; i < n; ++i) {
-      const double ref = value(a.data, 0, i);
+      const double ref = value(a, 0, i);
       err = std::max(err, std::fabs(got[i] - ref));
       ref_max = std::max(ref_max, std::fabs(ref));
     }
   } else if (op == "p2p" && rank % 2 == 1) {
     for (std::size_t i = 0; i < n; ++i) {
-      const double ref = value(a.data, rank ^ 1, i);
+      const double ref = value(a, rank ^ 1, i);
       err = std::max(err, std::fabs(got[i] - ref));
       ref_max = std::max(ref_max, std::fabs(ref));
     }
@@ -365,6 +378,55 @@ struct usage_error {
   std::string what;
 };
 
+// --data FILE: the whole file as float32 values (raw, little-endian), all finite.
+std::vector<float> read_values(const std::string& path) {
+  static_assert(std::endian::native == std::endian::little, "--data FILE is read as little-endian float32");
+  namespace fs = std::filesystem;
+  const std::string name = "--data " + path + ": ";
+  std::error_code ec;
+  const auto st = fs::status(path, ec);
+  if (!fs::exists(st)) throw usage_error{name + "no such file (give smooth, random or files of raw float32 values)"};
+  if (fs::is_directory(st)) throw usage_error{name + "is a directory, not a file of raw float32 values"};
+  if (!fs::is_regular_file(st)) throw usage_error{name + "not a regular file"};
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw usage_error{name + "cannot be read (" + std::strerror(errno) + ")"};
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) throw usage_error{name + "cannot be read (" + ec.message() + ")"};
+  if (size == 0) throw usage_error{name + "is empty"};
+  if (size % sizeof(float) != 0)
+    throw usage_error{name + std::to_string(size) + " bytes is not a whole number of float32 values"};
+  std::vector<float> v(static_cast<std::size_t>(size / sizeof(float)));
+  if (!f.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(size)))
+    throw usage_error{name + "cannot be read to its end"};
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      throw usage_error{name + "value " + std::to_string(i) + " is not finite (the error check needs finite values)"};
+  return v;
+}
+
+// --data FILE[,FILE...]: reads the files; --bytes defaults to the smallest, and no message
+// may be larger than it. Throws usage_error.
+void read_files(args& a) {
+  std::size_t least = 0;
+  std::string smallest;
+  const std::vector<std::string> paths = tools::split_list(a.data);
+  if (paths.empty()) throw usage_error{"--data: give smooth, random or FILE[,FILE...]"};
+  for (const std::string& path : paths) {
+    a.files.push_back(read_values(path));
+    const std::size_t b = a.files.back().size() * sizeof(float);
+    if (smallest.empty() || b < least) {
+      least = b;
+      smallest = path;
+    }
+  }
+  if (a.bytes.empty()) a.bytes = {std::min<std::size_t>(least, 4 * tools::GiB)};
+  for (std::size_t b : a.bytes)
+    if (b > least)
+      throw usage_error{"--bytes " + std::to_string(b) + " is larger than --data " + smallest + " (" +
+                        std::to_string(least) + " bytes); messages are not tiled: give --bytes " +
+                        std::to_string(least) + " or less"};
+}
+
 // --codec entries: what hcomm::codec::parse_config accepts, or "mpi" (MPI's own collective).
 CLI::Validator codec_spec() {
   return CLI::Validator(
@@ -412,6 +474,9 @@ bool parse_args(int argc, char** argv, int rank, args& a) {
       "Sizes are bytes per rank with an optional K, M, G suffix (powers of 1024); messages are float32, so\n"
       "--bytes must be a multiple of 4, and reduce_scatter needs at least 4 bytes per rank (it reduces\n"
       "the largest multiple of RANKS values).\n"
+      "--data FILE[,FILE...]: raw little-endian float32 values (e.g. train_gpt --dump-tensors), read once\n"
+      "before MPI starts; rank r sends the first --bytes of file r mod K. A message larger than a file is\n"
+      "refused, not tiled; --bytes defaults to the smallest file's size.\n"
       "--device cuda keeps the buffers in device memory, timed with CUDA events; --device-path resident (default)\n"
       "runs hcomm's collectives on the GPU (frames over CUDA-aware MPI or pinned host staging), staging runs each\n"
       "through hcomm::cuda_staging (device -> pinned host -> the host collective -> device).\n"
@@ -437,7 +502,9 @@ bool parse_args(int argc, char** argv, int rank, args& a) {
       ->transform(tools::whole_number(0, 1000000));
   app.add_option("--rounds", a.rounds, "repeat the whole sweep, every codec once per round (default 1)")
       ->transform(tools::whole_number(1, 100000));
-  app.add_option("--data", a.data, "the input values (default smooth)")->check(CLI::IsMember({"smooth", "random"}));
+  app.add_option("--data", a.data,
+                 "the input values: smooth (default), random, or FILE[,FILE...] of raw float32 (rank r: file r mod K)")
+      ->type_name("smooth|random|FILE");
   app.add_option("--threshold", threshold, "messages below this go uncompressed (default 1M; 0: compress all)")
       ->transform(tools::size_bytes(0, tools::TiB));
   app.add_option("--segment", segment, "raw bytes per pipelined segment (default 1M)")
@@ -479,6 +546,7 @@ bool parse_args(int argc, char** argv, int rank, args& a) {
     a.baseline = true;
   }
   if (a.ops.empty()) a.ops = {"allreduce"};
+  if (a.data != "smooth" && a.data != "random") read_files(a);
   if (a.bytes.empty()) a.bytes = {std::size_t{4} << 20};
   return true;
 }
