@@ -103,6 +103,7 @@ expect_usage --fast --fast
 expect_usage extra --bytes 4K extra
 expect_usage --device --device gpu
 expect_usage --device --device
+expect_usage --device-path --device cuda --device-path host
 expect_usage --iters --device cuda --iters 0
 
 # On 2 ranks: refused before MPI_Init (one line from rank 0), and after it (the rank count).
@@ -135,7 +136,8 @@ device_run() {  # LAUNCH... -- : --device cuda, exit 0 (measured) or 3 (the reas
     python3 - dev.txt <<'EOF' || die "--device cuda JSON: $(cat dev.txt)"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-assert len(rows) == 15 and all(r["device"] == "cuda" for r in rows), rows
+assert len(rows) == 15 and all(r["device"] == "cuda" and r["device_path"] == "resident" for r in rows), rows
+assert all(r["transport"] in ("mpi_staged", "mpi_device") for r in rows), rows
 for r in rows:
     assert r["identical"] in (True, None), r
     assert r["rel_error"] < (1e-2 if r["codec"] == "zfp:8" else 1e-6), r
