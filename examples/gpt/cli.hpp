@@ -213,6 +213,12 @@ inline void add_options(CLI::App& app, cli& c) {
   app.add_option("--prompt", r.prompt, "prompt of the sample")->capture_default_str()->group(G);
   app.add_option("--expect-losses", r.expect_losses, "compare with a --losses-out file (exit 1 on mismatch)")->group(G);
   real_opt(app, "--expect-rtol", r.expect_rtol, 0, 1, false, "relative tolerance of --expect-losses (0: bitwise)")->group(G);
+  app.add_option("--dump-tensors", r.dump_tensors,
+                 "write one step's DP gradients, PP activations and TP partial sums as raw float32 files + "
+                 "manifest.tsv into DIR (refused if any are there already)")
+      ->type_name("DIR")->group(G);
+  int_opt(app, "--dump-step", r.dump_step, 0, big, "the step --dump-tensors writes, numbered as the step lines (0: the run's first)")
+      ->group(G);
   G = "checkpoints";
   app.add_option("--save", r.save, "checkpoint directory: one set DIR/step-N per save, current once complete")->group(G);
   int_opt(app, "--save-every", r.save_every, 0, big, "also save every N steps (0: only at the end / --stop-at)")->group(G);
@@ -306,6 +312,12 @@ inline void check_cli(const cli& c) {
     bad("--overlap on: error-feedback schemes (" + c.run.scheme + ") keep one residual per DP communicator and "
         "reduce one bucket after backward; use --overlap off");
   if (s.warmup_frac + s.ultra_frac > 1) bad("--mst-phases: the warm-up and ultra shares add up to more than 1");
+  if (c.run.dump_step > 0 && c.run.dump_tensors.empty()) bad("--dump-step needs --dump-tensors DIR");
+  if (c.run.dump_step > c.cfg.steps)
+    bad("--dump-step " + std::to_string(c.run.dump_step) + " is after the last step (--steps " + std::to_string(c.cfg.steps) + ")");
+  if (!c.run.dump_tensors.empty() && s.sparse())
+    bad("--dump-tensors: sparse runs (--sparsity " + s.method + ") hand DP packed active values, not the gradient "
+        "allocation; dump a dense run");
   namespace fs = std::filesystem;
   std::error_code ec;
   const auto st = fs::status(c.run.data, ec);

@@ -76,6 +76,8 @@ struct run_options {
   bool reshard_reset_residuals = false;  // ... and drop its error-feedback residuals
   int sample = 64;            // bytes of text to sample at the end (0: none)
   std::string prompt = "And God said";
+  std::string dump_tensors;   // directory for one step's communicated tensors (dump.hpp)
+  int dump_step = 0;          // that step, as the step lines number it (0: the run's first)
   bool quiet = false;
   sparsity_config sparsity;   // --sparsity and its schedule options
 };

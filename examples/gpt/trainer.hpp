@@ -11,8 +11,9 @@
 // the layers), the finished gradient handed to the DP reducer (dp_reduce.hpp); the tied
 // embedding gradient summed between first and last stage; the global norm clipped; AdamW.
 // run() keeps the bookkeeping around it: timing, metrics (metrics.hpp), evaluation,
-// checkpoints (checkpoint.hpp). Scalars (loss, norm) go over plain MPI on the world
-// communicator: they are not the traffic the schemes compress.
+// checkpoints (checkpoint.hpp), --dump-tensors (dump.hpp: at its step, the sends to the DP,
+// PP and TP communicators are recorded where they are made). Scalars (loss, norm) go over
+// plain MPI on the world communicator: they are not the traffic the schemes compress.
 #pragma once
 #include <mpi.h>
 
@@ -37,6 +38,7 @@
 #include "config.hpp"
 #include "data.hpp"
 #include "dp_reduce.hpp"
+#include "dump.hpp"
 #include "faults.hpp"
 #include "hcomm/topology/grid.hpp"
 #include "losses.hpp"
@@ -98,25 +100,30 @@ class trainer {
   // Trains from step 0 or the --resume set to --steps (or --stop-at), reporting every step.
   run_result run() {
     if (!opt_.resume.empty()) resume();
+    const int end = opt_.stop_at >= 0 && opt_.stop_at < cfg_.steps ? opt_.stop_at : cfg_.steps;
+    if (!opt_.dump_tensors.empty()) prepare_dump(end);
     const bool root = world_rank_ == 0;
     if (root && !opt_.quiet) banner();
     metrics_log log;
     agreed([&] { if (root && !opt_.metrics.empty()) log.open(opt_.metrics, step_ > 0); }, 2, "cannot open --metrics: ");
-    const int end = opt_.stop_at >= 0 && opt_.stop_at < cfg_.steps ? opt_.stop_at : cfg_.steps;
     const double tokens_per_step = static_cast<double>(cfg_.batch) * cfg_.block;
     run_totals totals;
     run_result result;
     for (; step_ < end; ++step_) {
       const std::int64_t step = step_;
       start_step(step);
+      const bool dump_step = dump_ && dump_->step() == step;
+      dumping_ = dump_step ? dump_.get() : nullptr;  // the taps record this step's tensors
       const double t0 = MPI_Wtime();
       const float lr = lr_at(cfg_, static_cast<int>(step));
       const double loss = train_step(step, lr);
+      dumping_ = nullptr;
       step_metrics m = measure(step, loss, lr, (MPI_Wtime() - t0) * 1e3);
       if (eval_due(step)) std::tie(m.val_loss, m.val_acc) = evaluate(step);
       result.losses[step] = loss;
       if (root && !opt_.quiet) print_step(m);
       if (root) log.write(m);
+      if (dump_step) write_dump(step);
       totals.add(m, tokens_per_step);
       if (opt_.save_every > 0 && (step + 1) % opt_.save_every == 0 && !opt_.save.empty()) save(step + 1);
     }
@@ -205,6 +212,7 @@ class trainer {
     if (faults::nan_grad().at(world_rank_, step + 1)) model_.grads[0] = std::numeric_limits<float>::quiet_NaN();
     auto w = dog_.watch(overlap_ ? "the DP gradient allreduce (overlapped buckets)" : "the DP gradient allreduce", step);
     if (!bucketed_) {
+      if (dumping_) dumping_->record_grad(0, model_.grads);
       dp_.reduce({std::span<float>(model_.grads), sp_.packed_grads(), sp_.growth_grads()});
       return loss_sum;
     }
@@ -232,6 +240,7 @@ class trainer {
     for (; next_bucket_ < buckets_.size() && buckets_[next_bucket_].begin >= off; ++next_bucket_) {
       const bucket_range b = buckets_[next_bucket_];
       std::span<float> g(model_.grads.data() + b.begin, static_cast<std::size_t>(b.end - b.begin));
+      if (dumping_) dumping_->record_grad(b.begin, g);
       if (native_) {
         MPI_Request r = MPI_REQUEST_NULL;
         if (grid_.dp_size() > 1) {
@@ -299,16 +308,21 @@ class trainer {
     const int warm = std::min(P - s - 1, M), steady = M - warm;
     const float scale = loss_scale();
     double loss = 0;
-    auto F = [&](int mb) { loss += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), comm_.tp(), scale, true); };
+    // The TP communicator of each micro-batch records its all-reduce inputs at the dump step.
+    auto F = [&](int mb) {
+      tp_tap tp{comm_.tp(), tp_dump(dump_kind::tp_partial_fwd, mb)};
+      loss += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), tp, scale, true);
+    };
     // --overlap on: the last micro-batch's backward hands finished buckets to the DP thread.
     auto B = [&](int mb) {
+      tp_tap tp{comm_.tp(), tp_dump(dump_kind::tp_partial_bwd, mb)};
       if (overlap_ && mb == M - 1)
-        model_.backward(mb, tokens_[mb].data(), comm_.tp(), [this](std::int64_t off) {
+        model_.backward(mb, tokens_[mb].data(), tp, [this](std::int64_t off) {
           reduce_final_from(off);
           progress_buckets();
         });
       else
-        model_.backward(mb, tokens_[mb].data(), comm_.tp());
+        model_.backward(mb, tokens_[mb].data(), tp);
     };
     if (!nb) {
       for (int i = 0; i < warm; ++i) {
@@ -334,16 +348,10 @@ class trainer {
     }
     fwd_sends_.resize(static_cast<std::size_t>(M));
     auto isend_fwd = [&](int mb) {
-      if (!model_.is_last())
-        fwd_sends_[mb] = comm_.pp().isend(
-            std::span<const float>(model_.output(mb), static_cast<std::size_t>(model_.act_numel())), grid_.next_stage(),
-            2 * mb);
+      if (!model_.is_last()) fwd_sends_[mb] = comm_.pp().isend(sent_forward(mb), grid_.next_stage(), 2 * mb);
     };
     auto isend_bwd = [&](int mb) {
-      if (!model_.is_first())
-        bwd_send_ = comm_.pp().isend(
-            std::span<const float>(model_.dres(), static_cast<std::size_t>(model_.act_numel())), grid_.prev_stage(),
-            2 * mb + 1);
+      if (!model_.is_first()) bwd_send_ = comm_.pp().isend(sent_backward(mb), grid_.prev_stage(), 2 * mb + 1);
     };
     auto recv_bwd = [&](int mb) {
       bwd_send_.wait();  // dres() is about to be written
@@ -384,17 +392,49 @@ class trainer {
     if (!model_.is_first()) comm_.pp().recv(act_span(model_.input(mb)), grid_.prev_stage(), 2 * mb);
   }
   void send_forward(int mb) {
-    if (!model_.is_last())
-      comm_.pp().send(std::span<const float>(model_.output(mb), static_cast<std::size_t>(model_.act_numel())),
-                      grid_.next_stage(), 2 * mb);
+    if (!model_.is_last()) comm_.pp().send(sent_forward(mb), grid_.next_stage(), 2 * mb);
   }
   void recv_backward(int mb) {
     if (!model_.is_last()) comm_.pp().recv(act_span(model_.dres()), grid_.next_stage(), 2 * mb + 1);
   }
   void send_backward(int mb) {
-    if (!model_.is_first())
-      comm_.pp().send(std::span<const float>(model_.dres(), static_cast<std::size_t>(model_.act_numel())),
-                      grid_.prev_stage(), 2 * mb + 1);
+    if (!model_.is_first()) comm_.pp().send(sent_backward(mb), grid_.prev_stage(), 2 * mb + 1);
+  }
+  // What a stage sends: micro-batch mb's output forward, the gradient of its input backward
+  // (in dres() after backward); recorded at the dump step.
+  std::span<const float> sent_forward(int mb) {
+    const std::span<const float> a(model_.output(mb), static_cast<std::size_t>(model_.act_numel()));
+    if (dumping_) dumping_->record(dump_kind::pp_act_fwd, mb, a);
+    return a;
+  }
+  std::span<const float> sent_backward(int mb) {
+    const std::span<const float> d(model_.dres(), static_cast<std::size_t>(model_.act_numel()));
+    if (dumping_) dumping_->record(dump_kind::pp_grad_bwd, mb, d);
+    return d;
+  }
+  // Where micro-batch mb's TP all-reduce inputs are recorded: null but at the dump step.
+  std::vector<float>* tp_dump(dump_kind k, int mb) { return dumping_ ? dumping_->tp_buffer(k, mb) : nullptr; }
+
+  // ---- --dump-tensors (dump.hpp) ------------------------------------------------------------
+  // Before training (after --resume): the step, one of this run's (--dump-step 0: its
+  // first), and DIR, usable (agreed); else every rank stops with exit 2.
+  void prepare_dump(std::int64_t end) {
+    const std::int64_t s = opt_.dump_step > 0 ? opt_.dump_step - 1 : step_;
+    if (s < step_ || s >= end)
+      throw stopped{2, "--dump-step " + std::to_string(s + 1) + " is not among the steps this run trains (" +
+                           std::to_string(step_ + 1) + ".." + std::to_string(end) + ")"};
+    dump_ = std::make_unique<tensor_dump>(opt_.dump_tensors, s, grid_, model_.grads.size());
+    dump_->prepare();
+  }
+  // After the dump step: every rank's files, then rank 0's manifest (collective; exit 2 on failure).
+  void write_dump(std::int64_t step) {
+    {
+      auto w = dog_.watch("writing --dump-tensors", step);
+      dump_->write();
+    }
+    if (world_rank_ == 0 && !opt_.quiet)
+      std::printf("dumped step %lld's communicated tensors to %s (%s)\n", static_cast<long long>(step + 1),
+                  dump_->dir().c_str(), tensor_dump::manifest_name);
   }
 
   // GPT-2 ties wte to the lm head. With several stages the first and the last stage each
@@ -638,6 +678,8 @@ class trainer {
   std::vector<pp_request> fwd_sends_;    // --overlap on: the pipeline's pending sends
   pp_request bwd_send_;
   checkpointer ckpt_;
+  std::unique_ptr<tensor_dump> dump_;  // --dump-tensors
+  tensor_dump* dumping_ = nullptr;     // dump_ during its step (the taps record), else null
   long long skipped_ = 0;  // updates skipped by --skip-nonfinite
 };
 
