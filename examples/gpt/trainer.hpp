@@ -85,7 +85,8 @@ class trainer {
     buckets_ = plan_buckets(model_.tensors(), bucketed_ ? o.bucket_mb : 0.0);
     // Uncompressed DP (none: hcomm calls MPI_Allreduce; plain): the buckets go through
     // MPI_Iallreduce on the DP group, with and without overlap (the same reduction both ways);
-    // overlapped, backward tests them at layer boundaries and no thread is needed.
+    // overlapped, the communication thread starts each one and tests it until it is done
+    // (MPI moves a non-blocking collective only while it is called).
     // Compressed schemes: hcomm's all-reduce, on the communication thread when overlapped.
     // (One bucket keeps hcomm's call: the default runs of the small models are unchanged.)
     native_ = bucketed_ && buckets_.size() > 1 && (o.scheme == "none" || o.scheme == "plain");
@@ -93,7 +94,7 @@ class trainer {
     if (o.overlap) {
       if (!bucketed_)
         hcomm::fail(hcomm::errc::unsupported, "--overlap on: sparse runs and error-feedback schemes reduce one bucket after backward");
-      if (!native_) worker_ = std::make_unique<comm_worker>();
+      worker_ = std::make_unique<comm_worker>();
     }
   }
 
@@ -218,19 +219,18 @@ class trainer {
     }
     reduce_final_from(0);  // the buckets backward did not start (all of them without --overlap)
     if (worker_) worker_->flush();
-    if (!pending_.empty()) {
-      if (MPI_Waitall(static_cast<int>(pending_.size()), pending_.data(), MPI_STATUSES_IGNORE) != MPI_SUCCESS)
-        hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
-      pending_.clear();
-    }
     next_bucket_ = 0;
     return loss_sum;
   }
-  // Lets MPI progress the pending bucket all-reduces (called by backward at layer boundaries).
-  void progress_buckets() {
-    if (pending_.empty()) return;
-    int done = 0;
-    MPI_Testall(static_cast<int>(pending_.size()), pending_.data(), &done, MPI_STATUSES_IGNORE);
+  // One bucket's MPI_Iallreduce on the communication thread, tested until done with a short
+  // sleep between tests (a blocking wait would spin on a core the ranks' compute needs).
+  void native_bucket(std::span<float> g) {
+    MPI_Request r = MPI_REQUEST_NULL;
+    if (MPI_Iallreduce(MPI_IN_PLACE, g.data(), static_cast<int>(g.size()), MPI_FLOAT, MPI_SUM,
+                       grid_.comm(hcomm::axis_id::dp), &r) != MPI_SUCCESS)
+      hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
+    if (hcomm::mpi::wait(&r, MPI_STATUS_IGNORE, 50) != MPI_SUCCESS)
+      hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
   }
   // Starts the DP reduction of the buckets not started yet whose gradients are all final
   // (offsets >= off), in backward order: on the communication thread with --overlap on
@@ -241,7 +241,12 @@ class trainer {
       const bucket_range b = buckets_[next_bucket_];
       std::span<float> g(model_.grads.data() + b.begin, static_cast<std::size_t>(b.end - b.begin));
       if (dumping_) dumping_->record_grad(b.begin, g);
-      if (native_) {
+      if (native_ && worker_) {  // overlapped: the communication thread starts and progresses it
+        if (grid_.dp_size() > 1) {
+          native_bytes_ += static_cast<double>(g.size_bytes()) * 2 * (grid_.dp_size() - 1) / grid_.dp_size();
+          worker_->submit([this, g] { native_bucket(g); });
+        }
+      } else if (native_) {
         MPI_Request r = MPI_REQUEST_NULL;
         if (grid_.dp_size() > 1) {
           if (MPI_Iallreduce(MPI_IN_PLACE, g.data(), static_cast<int>(g.size()), MPI_FLOAT, MPI_SUM,
@@ -249,8 +254,7 @@ class trainer {
             hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
           native_bytes_ += static_cast<double>(g.size_bytes()) * 2 * (grid_.dp_size() - 1) / grid_.dp_size();
         }
-        if (overlap_) pending_.push_back(r);
-        else if (MPI_Wait(&r, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        if (MPI_Wait(&r, MPI_STATUS_IGNORE) != MPI_SUCCESS)
           hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
       } else if (worker_) {
         worker_->submit([this, g] { dp_.reduce_bucket(g); });
@@ -317,10 +321,7 @@ class trainer {
     auto B = [&](int mb) {
       tp_tap tp{comm_.tp(), tp_dump(dump_kind::tp_partial_bwd, mb)};
       if (overlap_ && mb == M - 1)
-        model_.backward(mb, tokens_[mb].data(), tp, [this](std::int64_t off) {
-          reduce_final_from(off);
-          progress_buckets();
-        });
+        model_.backward(mb, tokens_[mb].data(), tp, [this](std::int64_t off) { reduce_final_from(off); });
       else
         model_.backward(mb, tokens_[mb].data(), tp);
     };
@@ -672,7 +673,6 @@ class trainer {
   std::size_t next_bucket_ = 0;         // this step's first bucket not started yet
   bool native_ = false;                 // uncompressed DP: buckets by MPI_Iallreduce
   bool overlap_ = false;                // --overlap on
-  std::vector<MPI_Request> pending_;    // native_ and overlap_: this step's started buckets
   double native_bytes_ = 0;             // their bytes this step (as a ring sends them)
   std::unique_ptr<comm_worker> worker_;  // --overlap on, compressed DP: the communication thread
   std::vector<pp_request> fwd_sends_;    // --overlap on: the pipeline's pending sends
