@@ -537,6 +537,19 @@ device_timing() {
     --op allreduce --codec none,mpc,zfp:8 --baseline --bytes "${COLLECTIVE_MIB:-64}M" --threshold 0 --iters 5
 }
 
+# mpi_stage NAME CAP PROGRAM FUNCTION: a GPU stage that runs FUNCTION (ranks through the kit's
+# mpirun), recorded as not run when the kit's MPI cannot start here or PROGRAM is not in the kit.
+mpi_stage() {
+  if [ "$MPI_TOO_OLD" = 1 ]; then
+    record "$1" "not run (C runtime too old for the kit's MPI)" 0
+  elif [ -x "$BIN/$3" ]; then
+    export -f "$4"
+    gpu_stage "$1" "$2" bash -c "$4"
+  else
+    record "$1" "not in the kit" 0
+  fi
+}
+
 # 1 smoke.
 CORE_TOO_OLD=0 MPI_TOO_OLD=0
 t0=$(date +%s)
@@ -569,30 +582,9 @@ if [ $gpu_ok = 0 ] ||
 else
   # 2 correctness, 3 device-resident collectives, 4 throughput.
   gpu_stage correctness 150 "$BIN/core_test_cuda" --durations yes
-  if [ "$MPI_TOO_OLD" = 1 ]; then
-    record device-collectives "not run (C runtime too old for the kit's MPI)" 0
-  elif [ -x "$BIN/comm_test_device_transports" ]; then
-    export -f device_collectives
-    gpu_stage device-collectives 90 bash -c device_collectives
-  else
-    record device-collectives "not in the kit" 0
-  fi
-  if [ "$MPI_TOO_OLD" = 1 ]; then
-    record nccl "not run (C runtime too old for the kit's MPI)" 0
-  elif [ -x "$BIN/comm_test_nccl" ]; then
-    export -f nccl_check
-    gpu_stage nccl 60 bash -c nccl_check
-  else
-    record nccl "not in the kit" 0
-  fi
-  if [ "$MPI_TOO_OLD" = 1 ]; then
-    record device-timing "not run (C runtime too old for the kit's MPI)" 0
-  elif [ -x "$BIN/hcomm-collective" ]; then
-    export -f device_timing
-    gpu_stage device-timing 60 bash -c device_timing
-  else
-    record device-timing "not in the kit" 0
-  fi
+  mpi_stage device-collectives 90 comm_test_device_transports device_collectives
+  mpi_stage nccl 60 comm_test_nccl nccl_check
+  mpi_stage device-timing 60 hcomm-collective device_timing
   for dt in ${THROUGHPUT_DTYPES:-f32 bf16 f64}; do
     gpu_stage "throughput-$dt" 90 "$BIN/core_cuda_throughput" --mib "${THROUGHPUT_MIB:-256}" --dtype "$dt"
   done

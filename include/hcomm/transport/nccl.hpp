@@ -68,7 +68,7 @@ struct nccl_backend {
 
   class endpoint {
    public:
-    explicit endpoint(MPI_Comm c) : mpi_(c) {
+    explicit endpoint(MPI_Comm c) {
       int rank = 0, size = 1;
       HCOMM_MPI_CHECK(MPI_Comm_rank(c, &rank));
       HCOMM_MPI_CHECK(MPI_Comm_size(c, &size));
@@ -224,7 +224,6 @@ struct nccl_backend {
       discard_sizes_.clear();
     }
 
-    MPI_Comm mpi_;
     int device_ = 0;
     std::array<lane_state, lane_count> lanes_{};
     lane_state* cur_ = nullptr;
