@@ -59,8 +59,9 @@ def space_byte(b):
     return b == 32 or 9 <= b <= 13
 
 
-def mlm_mask(tokens, rate, seed, index):
-    """Whole-word masking of [CLS] bytes [SEP] (in place); returns the targets (-1: no loss)."""
+def mlm_mask(tokens, rate, seed, index, whole_words=True):
+    """Masking of [CLS] bytes [SEP] (in place) by whole words, or by single bytes with
+    whole_words=False (train_gpt --mask-unit byte); returns the targets (-1: no loss)."""
     T = len(tokens)
     units, i = [], 1
     while i < T - 1:
@@ -69,7 +70,7 @@ def mlm_mask(tokens, rate, seed, index):
             i += 1
             continue
         j = i + 1
-        if word_byte(b):
+        if whole_words and word_byte(b):
             while j < T - 1 and word_byte(tokens[j]):
                 j += 1
         units.append((i, j))

@@ -36,6 +36,7 @@ struct cli {
   int dp = 1, pp = 1, tp = 1, threads = 0;
   std::string model = "tiny", arch;  // arch: empty = the preset's (gpt2, or bert for bert-*)
   bool pre_ln = false;
+  std::string mask_unit = "word";
 };
 
 namespace cli_detail {
@@ -156,6 +157,8 @@ inline void add_options(CLI::App& app, cli& c) {
   choice_opt(app, "--arch", c.arch, {"gpt2", "neox", "bert"}, "architecture (default: the preset's)")->group(G);
   app.add_flag("--pre-ln", c.pre_ln, "bert: pre-LayerNorm blocks (GPT-2's) instead of BERT's post-LN")->group(G);
   real_opt(app, "--mask-rate", m.mask_rate, 0, 1, true, "bert: share of positions predicted, in (0, 1)")->group(G);
+  choice_opt(app, "--mask-unit", c.mask_unit, {"word", "byte"},
+             "bert: mask whole words (BERT's whole-word masking) or single bytes")->group(G);
   int_opt(app, "--layers", m.layers, 1, 4096, "transformer blocks L")->group(G);
   int_opt(app, "--channels", m.channels, 1, 65536, "channels C")->group(G);
   int_opt(app, "--heads", m.heads, 1, 4096, "attention heads NH (divides C)")->group(G);
@@ -294,6 +297,9 @@ inline cli parse_cli(int argc, const char* const* argv, std::string* help = null
   if (c.pre_ln && !c.cfg.is_bert())
     hcomm::fail(hcomm::errc::invalid_argument, "--pre-ln is a bert option (GPT blocks are pre-LN)");
   c.cfg.post_ln = !c.pre_ln;
+  if (c.mask_unit != "word" && !c.cfg.is_bert())
+    hcomm::fail(hcomm::errc::invalid_argument, "--mask-unit is a bert option (GPT predicts every next byte)");
+  c.cfg.mask_words = c.mask_unit == "word";
   return c;
 }
 

@@ -44,6 +44,7 @@ struct config {
   float rotary_pct = 0.25f; // neox: fraction of each head's dims that get rotary
   bool post_ln = true;      // bert: LayerNorm after each residual add (original BERT); false: pre-LN
   float mask_rate = 0.15f;  // bert: share of each sequence's positions that the MLM predicts
+  bool mask_words = true;   // bert: mask whole words (BERT's whole-word masking); false: single bytes
   // batch
   int batch = 8;            // B: global sequences per optimizer step
   int micro_batch = 0;      // sequences per micro-batch on one DP rank (0: chosen from the grid)
@@ -148,7 +149,7 @@ struct config {
       << " rot" << rot_dim() << " B" << batch << " steps" << steps << " lr" << lr << " min" << min_lr_frac << " wu"
       << warmup << " wd" << weight_decay << " b" << beta1 << "," << beta2 << " eps" << eps << " clip" << grad_clip
       << " seed" << seed << " val" << val_frac;
-    if (is_bert()) s << (post_ln ? " post-ln" : " pre-ln") << " mask" << mask_rate;
+    if (is_bert()) s << (post_ln ? " post-ln" : " pre-ln") << " mask" << mask_rate << (mask_words ? "" : " bytes");
     return s.str();
   }
 };

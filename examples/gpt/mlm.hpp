@@ -3,7 +3,8 @@
 //   gpt::mlm_data mlm{&text, cfg};
 //   int n = mlm.train_sequence(cursor, g, tokens, targets);   // global sequence g of the step
 //
-// A sequence is [CLS] + T-2 bytes of the corpus + [SEP]. Masking is by whole words: the
+// A sequence is [CLS] + T-2 bytes of the corpus + [SEP]. Masking is by whole words (or, with
+// --mask-unit byte, by single non-whitespace bytes): the
 // maskable units are runs of word bytes (ASCII letters and digits, and every byte >= 0x80,
 // so a UTF-8 character stays inside its word) and single punctuation bytes; whitespace and the
 // special tokens are never predicted. round(rate x (T-2)) positions (at least one) are chosen
@@ -39,14 +40,16 @@ inline rng mlm_rng(std::uint64_t seed, std::uint64_t index) {
 }
 
 // Masks tokens[T] = [CLS] bytes [SEP] in place and writes targets[T]; returns the number of
-// predicted positions.
-inline int mlm_mask(int* tokens, int* targets, int T, float rate, std::uint64_t seed, std::uint64_t index) {
+// predicted positions. whole_words = false (--mask-unit byte) makes every non-whitespace byte
+// a unit of its own, as token-level masking.
+inline int mlm_mask(int* tokens, int* targets, int T, float rate, std::uint64_t seed, std::uint64_t index,
+                    bool whole_words = true) {
   std::vector<std::pair<int, int>> units;  // [begin, end) over positions 1..T-2
   for (int i = 1; i < T - 1;) {
     const int b = tokens[i];
     if (mlm_space_byte(b)) { ++i; continue; }
     int j = i + 1;
-    if (mlm_word_byte(b))
+    if (whole_words && mlm_word_byte(b))
       while (j < T - 1 && mlm_word_byte(tokens[j])) ++j;
     units.emplace_back(i, j);
     i = j;
@@ -80,10 +83,12 @@ struct mlm_data {
   const text_data* text = nullptr;
   int T = 0;
   float rate = 0.15f;
+  bool whole_words = true;
   std::uint64_t seed = 0;
 
   mlm_data() = default;
-  mlm_data(const text_data* t, const config& c) : text(t), T(c.block), rate(c.mask_rate), seed(c.seed) {}
+  mlm_data(const text_data* t, const config& c)
+      : text(t), T(c.block), rate(c.mask_rate), whole_words(c.mask_words), seed(c.seed) {}
 
   // The T-2 bytes at window position pos of [base, base + len) (the windows of data.hpp).
   int sequence(std::int64_t base, std::int64_t len, std::uint64_t pos, std::uint64_t index, int* tokens,
@@ -92,7 +97,7 @@ struct mlm_data {
     tokens[0] = bert_token::cls;
     for (int t = 1; t < T - 1; ++t) tokens[t] = text->bytes[static_cast<std::size_t>(start + t - 1)];
     tokens[T - 1] = bert_token::sep;
-    return mlm_mask(tokens, targets, T, rate, seed, index);
+    return mlm_mask(tokens, targets, T, rate, seed, index, whole_words);
   }
   int train_sequence(std::uint64_t cursor, int g, int* tokens, int* targets) const {
     const std::uint64_t tt = static_cast<std::uint64_t>(T);

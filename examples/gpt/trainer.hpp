@@ -619,7 +619,8 @@ class trainer {
   std::string arch_label() const {
     if (!cfg_.is_bert()) return to_string(cfg_.arch);
     char b[96];
-    std::snprintf(b, sizeof b, "bert (%s, whole-word MLM at %g)", cfg_.post_ln ? "post-LN" : "pre-LN", cfg_.mask_rate);
+    std::snprintf(b, sizeof b, "bert (%s, %s MLM at %g)", cfg_.post_ln ? "post-LN" : "pre-LN",
+                  cfg_.mask_words ? "whole-word" : "byte-level", cfg_.mask_rate);
     return b;
   }
   void banner() const {

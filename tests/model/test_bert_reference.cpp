@@ -93,3 +93,32 @@ TEST_CASE("masking is by whole words, at the rate, 80/10/10, from (seed, index)"
   gpt::mlm_mask(b.data(), tb.data(), T, 0.15f, 2, 0);
   CHECK(ta != tb);
 }
+
+TEST_CASE("--mask-unit byte masks single non-whitespace bytes, at the rate, from (seed, index)", "[model][bert]") {
+  const std::string text = "And God said, Let there be light: and there was light. \xc3\xa9t\xc3\xa9 2024! ";
+  const int T = 64;
+  const int want = static_cast<int>(0.15 * (T - 2) + 0.5);  // 9
+  bool split_word = false;
+  for (std::uint64_t index = 0; index < 2000; ++index) {
+    std::vector<int> raw(T), tok, tgt(T);
+    raw[0] = gpt::bert_token::cls;
+    raw[T - 1] = gpt::bert_token::sep;
+    for (int t = 1; t < T - 1; ++t)
+      raw[t] = static_cast<unsigned char>(text[(index * 5 + static_cast<std::uint64_t>(t)) % text.size()]);
+    tok = raw;
+    // every unit is one byte, so exactly the rate's count of positions is predicted
+    REQUIRE(gpt::mlm_mask(tok.data(), tgt.data(), T, 0.15f, 7, index, false) == want);
+    for (int t = 1; t < T - 1; ++t) {
+      if (tgt[t] < 0) continue;
+      REQUIRE(!gpt::mlm_space_byte(raw[t]));
+      // somewhere a word byte is predicted while its neighbour inside the word is not
+      if (gpt::mlm_word_byte(raw[t]) && gpt::mlm_word_byte(raw[t + 1]) && t + 1 < T - 1 && tgt[t + 1] < 0)
+        split_word = true;
+    }
+    std::vector<int> again = raw, tgt2(T);
+    gpt::mlm_mask(again.data(), tgt2.data(), T, 0.15f, 7, index, false);
+    REQUIRE(again == tok);
+    REQUIRE(tgt2 == tgt);
+  }
+  CHECK(split_word);
+}
