@@ -137,9 +137,9 @@ inline std::string preset_name(int argc, const char* const* argv) {
     if (a == "--model" && i + 1 < argc) name = argv[i + 1];
     else if (a.rfind("--model=", 0) == 0) name = a.substr(8);
   }
-  for (const char* p : {"small", "medium", "bert-tiny", "bert-small", "bert-base"})
+  for (const std::string& p : preset_names())
     if (name == p) return name;
-  return "tiny";
+  return "tiny";  // not a preset: the --model option's check reports it
 }
 
 }  // namespace cli_detail
@@ -152,7 +152,7 @@ inline void add_options(CLI::App& app, cli& c) {
   run_options& r = c.run;
   sparsity_config& s = r.sparsity;
   const char* G = "model";
-  choice_opt(app, "--model", c.model, {"tiny", "small", "medium", "bert-tiny", "bert-small", "bert-base"},
+  choice_opt(app, "--model", c.model, preset_names(),
              "preset; the options below override it")->group(G);
   choice_opt(app, "--arch", c.arch, {"gpt2", "neox", "bert"}, "architecture (default: the preset's)")->group(G);
   app.add_flag("--pre-ln", c.pre_ln, "bert: pre-LayerNorm blocks (GPT-2's) instead of BERT's post-LN")->group(G);
@@ -237,6 +237,9 @@ inline void add_options(CLI::App& app, cli& c) {
   int_opt(app, "--threads", c.threads, 0, 4096,
           "OpenMP + OpenBLAS threads per rank (0: OMP_NUM_THREADS, else this rank's CPUs / the ranks sharing them)")
       ->group(G);
+  real_opt(app, "--peak-tflops", r.peak_tflops, 0, 1e6, false,
+           "peak TFLOP/s of one rank's cores: the step lines and the summary show MFU against it (0: no MFU)")
+      ->group(G);
   G = "sparse training (msparse)";
   choice_opt(app, "--sparsity", s.method, {"dense", "static", "set", "rigl", "mst"}, "method")->group(G);
   real_opt(app, "--sparsity-target", s.sparsity, 0, 0.999999, false, "static/set/rigl: overall sparsity")->group(G);
@@ -289,7 +292,7 @@ inline cli parse_cli(int argc, const char* const* argv, std::string* help = null
   const bool bert_preset = c.model.rfind("bert-", 0) == 0;
   if (bert_preset && !c.arch.empty() && c.arch != "bert")
     hcomm::fail(hcomm::errc::invalid_argument, "--model " + c.model + " is a BERT preset, but --arch " + c.arch +
-                                                   " needs a GPT preset (tiny|small|medium)");
+                                                   " needs a GPT preset (tiny|small|medium|gpt2-124m|gpt2-350m|neox-small)");
   if (!c.arch.empty())
     c.cfg.arch = c.arch == "neox" ? arch_kind::neox : c.arch == "bert" ? arch_kind::bert : arch_kind::gpt2;
   c.arch = to_string(c.cfg.arch);

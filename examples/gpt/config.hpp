@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "hcomm/core/error.hpp"
 
@@ -155,6 +156,16 @@ struct config {
 };
 
 // Presets; fields can be overridden on the command line afterwards.
+inline const std::vector<std::string>& preset_names() {
+  static const std::vector<std::string> names = {"tiny",       "small",     "medium",     "gpt2-124m", "gpt2-350m",
+                                                 "neox-small", "bert-tiny", "bert-small", "bert-base"};
+  return names;
+}
+inline std::string preset_list() {  // "tiny|small|..."
+  std::string s;
+  for (const std::string& n : preset_names()) s += (s.empty() ? "" : "|") + n;
+  return s;
+}
 inline config preset(const std::string& name) {
   config c;
   if (name == "tiny") {  // fast enough for tests: ~0.1M parameters
@@ -163,6 +174,13 @@ inline config preset(const std::string& name) {
     c.layers = 4; c.channels = 128; c.heads = 4; c.block = 128; c.batch = 8; c.lr = 1e-3f;
   } else if (name == "medium") {  // for machines with more cores than the tests use
     c.layers = 8; c.channels = 256; c.heads = 8; c.block = 256; c.batch = 16; c.lr = 6e-4f;
+  } else if (name == "gpt2-124m") {  // GPT-2 small's shape (86.0M parameters with the byte vocabulary)
+    c.layers = 12; c.channels = 768; c.heads = 12; c.block = 1024; c.batch = 8; c.lr = 6e-4f; c.warmup = 100;
+  } else if (name == "gpt2-350m") {  // GPT-2 medium's shape (303.6M parameters with the byte vocabulary)
+    c.layers = 24; c.channels = 1024; c.heads = 16; c.block = 1024; c.batch = 8; c.lr = 3e-4f; c.warmup = 100;
+  } else if (name == "neox-small") {  // a GPT-NeoX block at GPT-2 small's width (Pythia-160M's shape, T 2048)
+    c.arch = arch_kind::neox;
+    c.layers = 12; c.channels = 768; c.heads = 12; c.block = 2048; c.batch = 4; c.lr = 6e-4f; c.warmup = 100;
   } else if (name == "bert-tiny") {  // tests: the tiny shape as an encoder
     c.arch = arch_kind::bert; c.vocab = bert_vocab;
     c.layers = 2; c.channels = 64; c.heads = 4; c.block = 32; c.batch = 8;
@@ -175,7 +193,7 @@ inline config preset(const std::string& name) {
     c.weight_decay = 0.01f; c.beta2 = 0.999f; c.eps = 1e-6f;
   } else {
     hcomm::fail(hcomm::errc::invalid_argument,
-                "unknown --model preset '" + name + "' (tiny|small|medium|bert-tiny|bert-small|bert-base)");
+                "unknown --model preset '" + name + "' (" + preset_list() + ")");
   }
   return c;
 }

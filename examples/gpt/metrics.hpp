@@ -41,6 +41,7 @@ struct step_metrics {
   double loss = 0;
   float lr = 0;
   double tokens_per_s = 0, ms = 0;
+  double mfu = -1;             // model FLOPs utilisation of the step (mfu.hpp); < 0: no peak given
   comm_bytes comm{};
   double val_loss = -1;        // < 0: no evaluation at this step
   double val_acc = -1;         // BERT: masked-token accuracy of that evaluation; < 0: none
@@ -59,6 +60,7 @@ inline void print_step(const step_metrics& m) {
   std::printf("step %4lld/%d | loss %.6f | lr %.3e | %8.0f tok/s | %8.2f ms | MB raw->sent dp %.3f->%.3f pp %.3f->%.3f tp %.3f->%.3f",
               static_cast<long long>(m.step), m.steps, m.loss, m.lr, m.tokens_per_s, m.ms, b[0].raw / 1e6, b[0].sent / 1e6,
               b[1].raw / 1e6, b[1].sent / 1e6, b[2].raw / 1e6, b[2].sent / 1e6);
+  if (m.mfu >= 0) std::printf(" | MFU %.1f%%", 100.0 * m.mfu);
   if (m.sparse)
     std::printf(" | %s density %.4f | GFLOP %.3f/%.3f | dp packed saved %.3f MB%s", m.phase, m.density,
                 m.flops_step.actual / 1e9, m.flops_step.dense / 1e9, m.dp_sparse_saved / 1e6,
@@ -78,6 +80,7 @@ inline nlohmann::ordered_json to_json(const step_metrics& m) {
   j["loss"] = m.loss;
   j["lr"] = m.lr;
   j["tokens_per_s"] = m.tokens_per_s;
+  if (m.mfu >= 0) j["mfu"] = m.mfu;
   j["ms"] = m.ms;
   j["flops"] = flops(m.flops);
   j["flops_step"] = flops(m.flops_step);
@@ -124,6 +127,7 @@ class metrics_log {
 // What the summary lines add up over the steps of this run.
 struct run_totals {
   double seconds = 0, tokens = 0;
+  double flops = 0;            // executed FLOPs of these steps (for the run's MFU)
   comm_bytes comm{};
   double dp_sparse_saved = 0;
   double last_val = -1, last_acc = -1;
@@ -132,6 +136,7 @@ struct run_totals {
   void add(const step_metrics& m, double tokens_per_step) {
     seconds += m.ms / 1e3;
     tokens += tokens_per_step;
+    flops += m.flops_step.actual;
     for (int a = 0; a < 3; ++a) {
       comm[a].raw += m.comm[a].raw;
       comm[a].sent += m.comm[a].sent;
@@ -146,12 +151,14 @@ struct run_totals {
 
 // The end-of-run lines: losses, throughput and bytes saved per axis; FLOPs and sparsity.
 // `tied_exchange`: GPT-2's tied-embedding gradients went over plain MPI (not in the axes).
+// `mfu` < 0: no peak was given (no MFU printed).
 inline void print_summary(const run_totals& t, bool tied_exchange, const flop_totals& flops, const std::string& method,
-                          double density) {
+                          double density, double mfu = -1) {
   std::printf("summary: final train loss %.6f", t.any_step ? t.last_loss : 0.0);
   if (t.last_val >= 0) std::printf(", val loss %.6f", t.last_val);
   if (t.last_acc >= 0) std::printf(", val masked-token accuracy %.4f", t.last_acc);
   std::printf(", %.0f tokens/s", t.tokens / t.seconds);
+  if (mfu >= 0) std::printf(", MFU %.2f%%", 100.0 * mfu);
   for (int a = 0; a < 3; ++a) {
     const double saved = t.comm[a].raw - t.comm[a].sent;
     std::printf(", %s %.2f MB saved of %.2f MB", axis_names[a], saved / 1e6, t.comm[a].raw / 1e6);

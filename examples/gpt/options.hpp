@@ -79,6 +79,7 @@ struct run_options {
   std::string dump_tensors;   // directory for one step's communicated tensors (dump.hpp)
   int dump_step = 0;          // that step, as the step lines number it (0: the run's first)
   bool quiet = false;
+  double peak_tflops = 0;     // one rank's device peak for the MFU figures (0: unknown, no MFU)
   sparsity_config sparsity;   // --sparsity and its schedule options
 };
 

@@ -43,6 +43,7 @@
 #include "hcomm/topology/grid.hpp"
 #include "losses.hpp"
 #include "metrics.hpp"
+#include "mfu.hpp"
 #include "mlm.hpp"
 #include "model.hpp"
 #include "optim.hpp"
@@ -132,7 +133,8 @@ class trainer {
     if (!opt_.save.empty()) save(step_);
     auto w = dog_.watch("the end of the run (sampling, tied-copy check)", step_);
     if (root && !opt_.quiet && totals.seconds > 0)
-      print_summary(totals, tied_bytes_ > 0, flops_of(sp_.total_flops()), opt_.sparsity.method, sp_.density());
+      print_summary(totals, tied_bytes_ > 0, flops_of(sp_.total_flops()), opt_.sparsity.method, sp_.density(),
+                    mfu(totals.flops, totals.seconds, opt_.peak_tflops, ranks()));
     if (step_ == cfg_.steps && opt_.sample > 0 && !cfg_.is_bert()) sample_text();  // BERT does not generate
     const int tied_rc = check_tied_copies();
     const int sparse_rc = sp_.failures() > 0 ? 1 : 0;  // sparsity invariants (sparsity.hpp), printed where they failed
@@ -599,6 +601,7 @@ class trainer {
     m.sparse = sp_.active();
     m.flops = flops_of(sp_.total_flops());
     m.flops_step = flops_of(sp_.step_flops());
+    m.mfu = mfu(m.flops_step.actual, ms / 1e3, opt_.peak_tflops, ranks());
     m.density = sp_.density();
     m.target_density = sp_.target_density(step);
     m.attention_density = sp_.attention_density(step);
@@ -611,6 +614,7 @@ class trainer {
     return (cfg_.eval_every > 0 && (step + 1) % cfg_.eval_every == 0) || step + 1 == cfg_.steps;
   }
   static flop_totals flops_of(const msparse::step_flops& f) { return {f.dense.total(), f.actual.total()}; }
+  int ranks() const { return grid_.dp_size() * grid_.pp_size() * grid_.tp_size(); }
   double n_params() const {
     double n = 0;
     for (const auto& s : model_.specs()) n += static_cast<double>(s.numel());
