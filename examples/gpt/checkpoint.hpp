@@ -286,7 +286,7 @@ class checkpointer {
     const std::string r = std::to_string(world_rank_);
     std::vector<set_file> files;
     files.push_back({"rank" + r + ".ckpt",
-                     encode_checkpoint(meta(steps_done, s), {std::span<const float>(s.model.params), std::span<const float>(s.adam.m),
+                     encode_checkpoint(meta(steps_done, s), {std::span<const float>(s.adam.weights(s.model)), std::span<const float>(s.adam.m),
                                                              std::span<const float>(s.adam.v), residual})});
     if (s.sparsity.active()) files.push_back({"rank" + r + ".sparse", encode_sparsity(s.sparsity)});
     const save_verdict v = save_set(opt_.save, set_meta(steps_done), files, opt_.keep, last_saved_ < 0);
@@ -373,6 +373,7 @@ class checkpointer {
         },
         2, "refusing checkpoint set " + set.dir + ": ");
     s.model.params = std::move(p);
+    s.adam.adopt_master(s.model);  // bf16: the file holds the master weights
     s.adam.m = std::move(m);
     s.adam.v = std::move(v);
     resumed r;

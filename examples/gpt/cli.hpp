@@ -37,6 +37,7 @@ struct cli {
   std::string model = "tiny", arch;  // arch: empty = the preset's (gpt2, or bert for bert-*)
   bool pre_ln = false;
   std::string mask_unit = "word";
+  std::string precision = "fp32";
 };
 
 namespace cli_detail {
@@ -164,6 +165,9 @@ inline void add_options(CLI::App& app, cli& c) {
   int_opt(app, "--heads", m.heads, 1, 4096, "attention heads NH (divides C)")->group(G);
   int_opt(app, "--block", m.block, 1, 1 << 20, "sequence length T")->group(G);
   real_opt(app, "--rotary-pct", m.rotary_pct, 0, 1, false, "neox: share of each head's dims with rotary")->group(G);
+  choice_opt(app, "--precision", c.precision, {"fp32", "bf16"},
+             "bf16: weights, activations and gradients rounded to bfloat16, fp32 master weights, optimizer and accumulation")
+      ->group(G);
   G = "batch";
   int_opt(app, "--batch", m.batch, 1, 1 << 20, "global sequences per optimizer step B")->group(G);
   int_opt(app, "--micro-batch", m.micro_batch, 0, 1 << 20, "sequences per micro-batch (0: 1 with --pp > 1, else all)")->group(G);
@@ -303,6 +307,7 @@ inline cli parse_cli(int argc, const char* const* argv, std::string* help = null
   if (c.mask_unit != "word" && !c.cfg.is_bert())
     hcomm::fail(hcomm::errc::invalid_argument, "--mask-unit is a bert option (GPT predicts every next byte)");
   c.cfg.mask_words = c.mask_unit == "word";
+  c.cfg.bf16 = c.precision == "bf16";
   return c;
 }
 
@@ -313,6 +318,8 @@ inline void check_cli(const cli& c) {
   c.cfg.validate(c.dp, c.pp, c.tp);
   const auto& s = c.run.sparsity;
   if (c.run.reshard && c.run.resume.empty()) bad("--reshard needs --resume DIR");
+  if (c.cfg.bf16 && s.method != "dense")
+    bad("--precision bf16 trains dense models only (--sparsity " + s.method + " updates the weights outside the optimizer)");
   if (c.run.reshard_reset_residuals && !c.run.reshard) bad("--reshard-reset-residuals needs --reshard");
   if (c.run.overlap && s.sparse())
     bad("--overlap on: sparse runs (--sparsity " + s.method + ") reduce their packed DP gradients after backward, "

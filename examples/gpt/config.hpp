@@ -46,6 +46,8 @@ struct config {
   bool post_ln = true;      // bert: LayerNorm after each residual add (original BERT); false: pre-LN
   float mask_rate = 0.15f;  // bert: share of each sequence's positions that the MLM predicts
   bool mask_words = true;   // bert: mask whole words (BERT's whole-word masking); false: single bytes
+  // precision
+  bool bf16 = false;        // weights, activations and gradients stored as bfloat16 (fp32 master and optimizer)
   // batch
   int batch = 8;            // B: global sequences per optimizer step
   int micro_batch = 0;      // sequences per micro-batch on one DP rank (0: chosen from the grid)
@@ -151,6 +153,7 @@ struct config {
       << warmup << " wd" << weight_decay << " b" << beta1 << "," << beta2 << " eps" << eps << " clip" << grad_clip
       << " seed" << seed << " val" << val_frac;
     if (is_bert()) s << (post_ln ? " post-ln" : " pre-ln") << " mask" << mask_rate << (mask_words ? "" : " bytes");
+    if (bf16) s << " precision bf16";
     return s.str();
   }
 };

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "hcomm/core/bfloat16.hpp"
 #include "hcomm/exec/threads.hpp"
 
 namespace gpt::k {
@@ -270,6 +271,13 @@ inline void residual_forward(float* out, const float* a, const float* b, idx n) 
 inline void add_inplace(float* out, const float* a, idx n) {
 #pragma omp parallel for if (n > par_min) num_threads(hcomm::exec::default_threads())
   for (idx i = 0; i < n; ++i) out[i] += a[i];
+}
+
+// x[n] = x rounded to the nearest bfloat16 (ties to even), kept in float32: --precision bf16's
+// storage of weights, activations and gradients around float32 kernels.
+inline void round_bf16(float* x, idx n) {
+#pragma omp parallel for if (n > par_min) num_threads(hcomm::exec::default_threads())
+  for (idx i = 0; i < n; ++i) x[i] = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(x[i]));
 }
 
 inline void add_bias_rows(float* out, const float* bias, idx N, idx C) {

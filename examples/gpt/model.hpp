@@ -178,9 +178,11 @@ class stage_model {
   double forward(int mb, const int* tokens, const int* targets, Tp& tp, float loss_scale, bool want_grad = true) {
     float* x = input(mb);
     if (first_) embed_forward(mb, x, tokens, tp);
+    if (first_) to_storage(x);
     for (int l = l0_; l < l1_; ++l) {
       layer_forward(l, acts_of(mb, l), x, tp);
       x = acts_of(mb, l).out;
+      to_storage(x);
     }
     if (!last_) return 0.0;
     head_a ha = head_of(mb);
@@ -230,8 +232,10 @@ class stage_model {
       if (const std::int64_t off = tensors_[tensor].offset; off > 0) final_from(off);
     };
     if (last_) announce(head_tensor());
+    if (last_) to_storage(dres_.data());
     for (int l = l1_ - 1; l >= l0_; --l) {
       layer_backward(l, mb, tp);
+      to_storage(dres_.data());
       announce(local_layer_tensor(l));
     }
     if (first_) embed_backward(mb, tokens);
@@ -258,6 +262,12 @@ class stage_model {
   }
 
  private:
+  // --precision bf16: an activation [N, C] (a block's output, or the gradient flowing into one)
+  // is stored as its bfloat16 rounding, as it would be sent over PP.
+  void to_storage(float* x) const {
+    if (cfg_.bf16) k::round_bf16(x, N_ * C_);
+  }
+
   int local_layer_tensor(int l) const { return (first_ ? embed_tensor_count(cfg_) : 0) + (l - l0_) * params_per_layer; }
   int head_tensor() const { return local_layer_tensor(l1_); }
   float* p_wte() { return params.data() + tensors_[0].offset; }

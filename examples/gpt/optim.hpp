@@ -6,6 +6,7 @@
 //   gpt::adamw opt(model.params.size());
 //   opt.step(model, lr, step + 1);
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <vector>
@@ -27,9 +28,22 @@ inline float lr_at(const config& c, int step) {
   return static_cast<float>(min_lr + 0.5 * (c.lr - min_lr) * (1.0 + std::cos(std::numbers::pi * r)));
 }
 
+// --precision bf16 keeps fp32 master weights here (`master`, empty in fp32 runs): the step
+// updates them and the model's weights become their bfloat16 rounding.
 struct adamw {
   std::vector<float> m, v;
+  std::vector<float> master;
   explicit adamw(std::size_t n = 0) : m(n, 0.f), v(n, 0.f) {}
+
+  // bf16: the model's (fp32) weights become the master copy and the model keeps their rounding.
+  // Called after initialisation and after a resume loads the master weights into the model.
+  void adopt_master(stage_model& model) {
+    if (!model.cfg().bf16) return;
+    master = model.params;
+    k::round_bf16(model.params.data(), static_cast<k::idx>(model.params.size()));
+  }
+  // The weights a checkpoint saves: the master copy in bf16 runs.
+  const std::vector<float>& weights(const stage_model& model) const { return master.empty() ? model.params : master; }
 
   // t is the 1-based step count (bias correction). Gradients are taken as they are: clip
   // before calling.
@@ -40,7 +54,7 @@ struct adamw {
     const float bc2 = 1.f - std::pow(b2, static_cast<float>(t));
     const float step_size = lr / bc1;
     const float bc2_sqrt = std::sqrt(bc2);
-    float* p = model.params.data();
+    float* p = master.empty() ? model.params.data() : master.data();
     const float* g = model.grads.data();
     for (const auto& tensor : model.tensors()) {
       const float decay = model.specs()[tensor.global].decay ? 1.f - lr * c.weight_decay : 1.f;
@@ -53,6 +67,10 @@ struct adamw {
         const float denom = std::sqrt(v[i]) / bc2_sqrt + c.eps;
         p[i] -= step_size * m[i] / denom;
       }
+    }
+    if (!master.empty()) {
+      std::copy(master.begin(), master.end(), model.params.begin());
+      k::round_bf16(model.params.data(), static_cast<k::idx>(model.params.size()));
     }
   }
 };

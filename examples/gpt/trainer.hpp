@@ -80,6 +80,7 @@ class trainer {
     targets_.assign(M, std::vector<int>(N));
     model_.init_params();
     sp_.setup(c, o.sparsity, model_, adam_, {g.dp_size(), g.dp_rank(), g.pp_rank(), g.tp_size(), g.tp_rank()});
+    adam_.adopt_master(model_);  // bf16: fp32 master weights, the model computes with their rounding
     if (sp_.active()) model_.set_block_ops(&sp_);
     // DP buckets (overlap.hpp): dense runs without error feedback; else one, through reduce().
     bucketed_ = !sp_.active() && !dp_reducer<dp_comm_t>::error_feedback;
@@ -215,6 +216,7 @@ class trainer {
     if (faults::nan_grad().at(world_rank_, step + 1)) model_.grads[0] = std::numeric_limits<float>::quiet_NaN();
     auto w = dog_.watch(overlap_ ? "the DP gradient allreduce (overlapped buckets)" : "the DP gradient allreduce", step);
     if (!bucketed_) {
+      to_wire(std::span<float>(model_.grads));
       if (dumping_) dumping_->record_grad(0, model_.grads);
       dp_.reduce({std::span<float>(model_.grads), sp_.packed_grads(), sp_.growth_grads()});
       return loss_sum;
@@ -223,6 +225,11 @@ class trainer {
     if (worker_) worker_->flush();
     next_bucket_ = 0;
     return loss_sum;
+  }
+  // --precision bf16: the gradients (accumulated in fp32 over the micro-batches) go to the DP
+  // reduction as their bfloat16 rounding.
+  void to_wire(std::span<float> g) const {
+    if (cfg_.bf16) k::round_bf16(g.data(), static_cast<k::idx>(g.size()));
   }
   // One bucket's MPI_Iallreduce on the communication thread, tested until done with a short
   // sleep between tests (a blocking wait would spin on a core the ranks' compute needs).
@@ -242,6 +249,7 @@ class trainer {
     for (; next_bucket_ < buckets_.size() && buckets_[next_bucket_].begin >= off; ++next_bucket_) {
       const bucket_range b = buckets_[next_bucket_];
       std::span<float> g(model_.grads.data() + b.begin, static_cast<std::size_t>(b.end - b.begin));
+      to_wire(g);
       if (dumping_) dumping_->record_grad(b.begin, g);
       if (native_ && worker_) {  // overlapped: the communication thread starts and progresses it
         if (grid_.dp_size() > 1) {
@@ -633,6 +641,11 @@ class trainer {
                 cfg_.batch, grid_.dp_size(), model_.n_micro(), model_.micro(), grid_.dp_size(), grid_.pp_size(),
                 grid_.tp_size(), opt_.scheme.c_str());
     if (sp_.active()) std::printf("%s\n", sp_.describe().c_str());
+    if (cfg_.bf16)
+      std::printf("precision bf16: weights, activations and DP gradients rounded to bfloat16; fp32 master weights, "
+                  "AdamW state and accumulation; %s\n",
+                  opt_.scheme == "bf16" ? "16 bits per value on the wire (--scheme bf16)"
+                                        : "float32 on the wire (--scheme bf16 sends 16 bits)");
     if (buckets_.size() > 1 || overlap_)
       std::printf("dp gradient: %zu buckets (--bucket-mb %g)%s, overlap %s\n", buckets_.size(), opt_.bucket_mb,
                   native_ ? " by MPI_Iallreduce" : "",
