@@ -27,11 +27,8 @@ import torch  # noqa: E402
 from reference_bert import CLS, MASK, SEP, VOCAB, Bert, mlm_mask, train_step  # noqa: E402
 from reference_gpt import make_optimizer  # noqa: E402
 
-# examples/gpt/config.hpp's presets (the fields this model uses)
-PRESETS = {
-    "bert-tiny": dict(L=2, C=64, NH=4, T=32, B=8, lr=1e-3),
-    "bert-small": dict(L=4, C=256, NH=4, T=128, B=16, lr=5e-4),
-}
+from bert_pytorch_step import PRESETS  # noqa: E402  (config.hpp's BERT presets)
+
 
 
 def init_as_train_gpt(model):
