@@ -3,7 +3,8 @@
 #
 #   scripts/gpu-check.sh --prepare [--no-build] [--kit DIR]
 #       here (no GPU needed): build core_test_cuda, core_cuda_throughput, core_gpu_smoke,
-#       comm_test_device_transports, comm_test_nccl and hcomm-collective (sm_80 and sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
+#       comm_test_device_transports, comm_test_nccl, hcomm-collective and
+#       model_test_cuda_portable_kernels (sm_80 and sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
 #       (default build-gpu/kit, git-ignored, at most 64 MiB: fails if over). --no-build packs
 #       what $BUILD_DIR (default build-gpu) already holds.
 #   scripts/gpu-check.sh [--kit DIR]
@@ -40,6 +41,8 @@
 #                  trip of every codec (if these or the GPU context fail, the rest is skipped)
 #   2 correctness  core_test_cuda: executor members, team kernels, streams and events, every
 #                  registered codec giving the host's frame bytes
+#   2b trainer-kernels  model_test_cuda_portable_kernels: train_gpt's portable kernels
+#                  (examples/gpt/portable/: LayerNorm, GELU, AdamW) on the GPU against the host
 #   3 device-collectives  2 ranks sharing the GPU: comm_test_device_transports (every
 #                  collective on exec::cuda over mpi_staged, and mpi_device where MPI is
 #                  CUDA-aware, bitwise against the host context)
@@ -175,7 +178,7 @@ requirements() {
 
 if [ $PREPARE = 1 ]; then
   BUILD_DIR=${BUILD_DIR:-$SRC/build-gpu}
-  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke comm_test_device_transports comm_test_nccl hcomm-collective"
+  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke comm_test_device_transports comm_test_nccl hcomm-collective model_test_cuda_portable_kernels"
   if [ $BUILD = 1 ]; then
     NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
     [ -x "$NVCC" ] || { echo "gpu-check: no nvcc (set CUDACXX)" >&2; exit 1; }
@@ -185,7 +188,7 @@ if [ $PREPARE = 1 ]; then
           -DHCOMM_ENABLE_CUDA=ON -DHCOMM_ENABLE_MPI=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHS:-80;90}" \
           -DHCOMM_BUILD_TESTS=ON -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=OFF -DHCOMM_BUILD_TOOLS=ON \
           -DHCOMM_TOOLS=hcomm-collective \
-          "-DHCOMM_TEST_AREAS=core;comm" >"$BUILD_DIR/kit-configure.log" 2>&1 || { tail -30 "$BUILD_DIR/kit-configure.log"; exit 1; }
+          "-DHCOMM_TEST_AREAS=core;comm;model" >"$BUILD_DIR/kit-configure.log" 2>&1 || { tail -30 "$BUILD_DIR/kit-configure.log"; exit 1; }
     echo "gpu-check: build $PROGRAMS"
     # shellcheck disable=SC2086
     cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target $PROGRAMS \
@@ -196,6 +199,7 @@ if [ $PREPARE = 1 ]; then
   for p in $PROGRAMS; do
     f=$BUILD_DIR/tests/core/$p
     [ -x "$f" ] || f=$BUILD_DIR/tests/comm/$p
+    [ -x "$f" ] || f=$BUILD_DIR/tests/model/$p
     [ -x "$f" ] || f=$BUILD_DIR/tools/$p/$p
     if [ -x "$f" ]; then
       cp "$f" "$KIT/bin/" && strip --strip-unneeded "$KIT/bin/$p"
@@ -582,6 +586,7 @@ if [ $gpu_ok = 0 ] ||
 else
   # 2 correctness, 3 device-resident collectives, 4 throughput.
   gpu_stage correctness 150 "$BIN/core_test_cuda" --durations yes
+  gpu_stage trainer-kernels 30 "$BIN/model_test_cuda_portable_kernels"
   mpi_stage device-collectives 90 comm_test_device_transports device_collectives
   mpi_stage nccl 60 comm_test_nccl nccl_check
   mpi_stage device-timing 60 hcomm-collective device_timing

@@ -1,0 +1,45 @@
+// See portable_host.hpp.
+#include "portable_host.hpp"
+
+#include "hcomm/exec/host.hpp"
+#include "portable/adamw.hpp"
+#include "portable/gelu.hpp"
+#include "portable/layernorm.hpp"
+
+namespace gpt_test {
+
+layernorm_results host_layernorm(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
+                                 const std::vector<float>& dout, int N, int C, int team) {
+  hcomm::exec::host hx;
+  layernorm_results r;
+  r.out.assign(x.size(), 0.f);
+  r.mean.assign(static_cast<std::size_t>(N), 0.f);
+  r.rstd.assign(static_cast<std::size_t>(N), 0.f);
+  r.dx.assign(x.size(), 0.25f);
+  r.dw.assign(static_cast<std::size_t>(C), 0.5f);
+  r.db.assign(static_cast<std::size_t>(C), -0.5f);
+  hx.launch(static_cast<std::size_t>(N), team,
+            gpt::portable::layernorm_forward{r.out.data(), r.mean.data(), r.rstd.data(), x.data(), w.data(), b.data(), C});
+  hx.launch(static_cast<std::size_t>(N), team,
+            gpt::portable::layernorm_backward_input{r.dx.data(), dout.data(), x.data(), w.data(), r.mean.data(),
+                                                    r.rstd.data(), C});
+  hx.for_each(static_cast<std::size_t>(C),
+              gpt::portable::layernorm_backward_params{r.dw.data(), r.db.data(), dout.data(), x.data(), r.mean.data(),
+                                                       r.rstd.data(), N, C});
+  return r;
+}
+
+void host_gelu(const std::vector<float>& x, std::vector<float>& y, std::vector<float>& d) {
+  hcomm::exec::host hx;
+  y.assign(x.size(), 0.f);
+  hx.for_each(x.size(), gpt::portable::gelu_forward{y.data(), x.data()});
+  hx.for_each(x.size(), gpt::portable::gelu_backward{d.data(), x.data(), d.data()});
+}
+
+void host_adamw(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v, const std::vector<float>& g) {
+  hcomm::exec::host hx;
+  const auto k = gpt::portable::adamw_update::coefficients(6e-4f, 7, 0.9f, 0.95f, 1e-8f, 0.1f, true);
+  hx.for_each(p.size(), gpt::portable::adamw_update{p.data(), m.data(), v.data(), g.data(), k});
+}
+
+}  // namespace gpt_test

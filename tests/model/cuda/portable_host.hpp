@@ -1,0 +1,20 @@
+// The host executor's results of the portable kernels, compiled by the C++ compiler (a team
+// kernel's call operator instantiated with the host team must not meet nvcc's device pass),
+// for test_portable_kernels.cu to compare the CUDA executor's with.
+#pragma once
+#include <vector>
+
+namespace gpt_test {
+
+struct layernorm_results {
+  std::vector<float> out, mean, rstd, dx, dw, db;
+};
+// forward, then backward from dout with dx = 0.25, dw = 0.5, db = -0.5 beforehand
+layernorm_results host_layernorm(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& b,
+                                 const std::vector<float>& dout, int N, int C, int team);
+// y = gelu(x); d = gelu'(x) * d, in place
+void host_gelu(const std::vector<float>& x, std::vector<float>& y, std::vector<float>& d);
+// one AdamW update of p, m, v at lr 6e-4, step 7, betas (0.9, 0.95), eps 1e-8, wd 0.1
+void host_adamw(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v, const std::vector<float>& g);
+
+}  // namespace gpt_test

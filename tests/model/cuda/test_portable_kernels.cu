@@ -1,0 +1,122 @@
+// The trainer's portable kernels (examples/gpt/portable/) on the CUDA executor against the
+// same kernels on the host executor (portable_host.cpp; CI checks those against kernels.hpp
+// and under host-check): LayerNorm forward/backward, GELU forward/backward, AdamW. The GPU's exp,
+// sqrt and fused multiply-adds round differently, so the comparison is to float rounding.
+// Without a CUDA device it prints "SKIPPED: ..." and exits 77 (ctest: skipped).
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "hcomm/exec/cuda.hpp"
+#include "portable/adamw.hpp"
+#include "portable/gelu.hpp"
+#include "portable/layernorm.hpp"
+#include "portable_host.hpp"
+
+namespace {
+int failures = 0;
+
+std::vector<float> randn(std::size_t n, std::uint32_t seed, float scale = 1.f, float shift = 0.f) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(shift, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(g);
+  return v;
+}
+
+void expect_close(const char* what, const std::vector<float>& got, const std::vector<float>& want, float rtol,
+                  float atol) {
+  double worst = 0;
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double e = std::abs(static_cast<double>(got[i]) - want[i]);
+    if (e > atol + rtol * std::abs(want[i])) ++bad;
+    worst = e > worst ? e : worst;
+  }
+  std::printf("%-28s %zu values, worst abs difference %.3g%s\n", what, got.size(), worst, bad ? "  FAILED" : "");
+  if (bad) ++failures;
+}
+
+// Device copies of host vectors, freed at the end of the scope.
+struct device_buffers {
+  const hcomm::exec::cuda& ex;
+  std::vector<void*> owned;
+  float* put(const std::vector<float>& h) {
+    void* p = ex.allocate(h.size() * sizeof(float));
+    ex.from_host(p, h.data(), h.size() * sizeof(float));
+    owned.push_back(p);
+    return static_cast<float*>(p);
+  }
+  std::vector<float> get(const float* d, std::size_t n) const {
+    std::vector<float> h(n);
+    ex.to_host(h.data(), d, n * sizeof(float));
+    return h;
+  }
+  ~device_buffers() {
+    for (void* p : owned) ex.deallocate(p);
+  }
+};
+}  // namespace
+
+int main() {
+  int devices = 0;
+  const cudaError_t probe = cudaGetDeviceCount(&devices);
+  if (probe != cudaSuccess || devices == 0) {
+    std::printf("SKIPPED: no CUDA device (%s)\n", probe != cudaSuccess ? cudaGetErrorString(probe) : "0 devices");
+    return 77;
+  }
+  cudaStream_t s;
+  HCOMM_CUDA_CHECK(cudaStreamCreate(&s));
+  {
+    hcomm::exec::cuda ex{s};
+    device_buffers d{ex, {}};
+    const int N = 37, C = 200, team = 128;
+    const std::size_t NC = static_cast<std::size_t>(N) * C;
+    const auto x = randn(NC, 1, 2.f, 3.f), w = randn(C, 2, 0.5f, 1.f), b = randn(C, 3), dout = randn(NC, 4);
+    // host (portable_host.cpp)
+    const gpt_test::layernorm_results h = gpt_test::host_layernorm(x, w, b, dout, N, C, team);
+    // device
+    float *dX = d.put(x), *dW = d.put(w), *dB = d.put(b), *dD = d.put(dout);
+    float *dOut = d.put(std::vector<float>(NC)), *dMean = d.put(std::vector<float>(N)), *dRstd = d.put(std::vector<float>(N));
+    float *dDx = d.put(std::vector<float>(NC, 0.25f)), *dDw = d.put(std::vector<float>(C, 0.5f)),
+          *dDb = d.put(std::vector<float>(C, -0.5f));
+    ex.launch(N, team, gpt::portable::layernorm_forward{dOut, dMean, dRstd, dX, dW, dB, C});
+    ex.launch(N, team, gpt::portable::layernorm_backward_input{dDx, dD, dX, dW, dMean, dRstd, C});
+    ex.for_each(C, gpt::portable::layernorm_backward_params{dDw, dDb, dD, dX, dMean, dRstd, N, C});
+    expect_close("layernorm_forward out", d.get(dOut, NC), h.out, 1e-5f, 1e-5f);
+    expect_close("layernorm_forward rstd", d.get(dRstd, N), h.rstd, 1e-5f, 1e-6f);
+    expect_close("layernorm_backward dx", d.get(dDx, NC), h.dx, 1e-4f, 1e-5f);
+    expect_close("layernorm_backward dw", d.get(dDw, C), h.dw, 1e-4f, 1e-4f);
+    expect_close("layernorm_backward db", d.get(dDb, C), h.db, 1e-5f, 1e-5f);
+
+    const std::size_t n = 5000;
+    const auto gx = randn(n, 5, 3.f), gd = randn(n, 6);
+    std::vector<float> y, gdx = gd;
+    gpt_test::host_gelu(gx, y, gdx);
+    float *dGx = d.put(gx), *dY = d.put(std::vector<float>(n)), *dGd = d.put(gd);
+    ex.for_each(n, gpt::portable::gelu_forward{dY, dGx});
+    ex.for_each(n, gpt::portable::gelu_backward{dGd, dGx, dGd});
+    expect_close("gelu_forward", d.get(dY, n), y, 1e-5f, 1e-6f);
+    expect_close("gelu_backward", d.get(dGd, n), gdx, 1e-5f, 1e-6f);
+
+    const auto g = randn(n, 7, 0.01f), p0 = randn(n, 8, 0.02f), m0 = randn(n, 9, 1e-3f);
+    auto v0 = randn(n, 10, 1e-3f);
+    for (float& v : v0) v = v * v;
+    const auto k = gpt::portable::adamw_update::coefficients(6e-4f, 7, 0.9f, 0.95f, 1e-8f, 0.1f, true);
+    auto p = p0, m = m0, v = v0;
+    gpt_test::host_adamw(p, m, v, g);  // the same step as k
+    float *dP = d.put(p0), *dM = d.put(m0), *dV = d.put(v0), *dG = d.put(g);
+    ex.for_each(n, gpt::portable::adamw_update{dP, dM, dV, dG, k});
+    expect_close("adamw p", d.get(dP, n), p, 1e-5f, 1e-9f);
+    expect_close("adamw m", d.get(dM, n), m, 1e-5f, 1e-12f);
+    expect_close("adamw v", d.get(dV, n), v, 1e-5f, 1e-15f);
+    ex.synchronize();
+  }
+  HCOMM_CUDA_CHECK(cudaStreamDestroy(s));
+  std::printf("%s\n", failures ? "FAILED" : "all portable kernels match the host executor");
+  return failures ? 1 : 0;
+}

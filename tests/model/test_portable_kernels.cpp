@@ -1,0 +1,139 @@
+// The trainer's portable kernels (examples/gpt/portable/): under host-check (shuffled threads,
+// shadowed scratch: what a GPU would run) and on the host executor they give the same bits,
+// and they match kernels.hpp's loops (to float rounding where a team reduction sums in
+// another order; bitwise where the order is the same).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "hcomm/exec/host.hpp"
+#include "hcomm/exec/host_check.hpp"
+#include "kernels.hpp"
+#include "optim.hpp"
+#include "portable/adamw.hpp"
+#include "portable/gelu.hpp"
+#include "portable/layernorm.hpp"
+
+namespace {
+std::vector<float> randn(std::size_t n, std::uint32_t seed, float scale = 1.f, float shift = 0.f) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d(shift, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(g);
+  return v;
+}
+void check_close(const std::vector<float>& got, const std::vector<float>& want, float rtol, float atol) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    INFO("index " << i);
+    REQUIRE(std::abs(got[i] - want[i]) <= atol + rtol * std::abs(want[i]));
+  }
+}
+}  // namespace
+
+// C 200: not a multiple of the team size (tails), rows of mean 3 (a cancellation to get right)
+TEST_CASE("portable layernorm: host-check = host, and kernels.hpp's to rounding", "[model][portable]") {
+  const int N = 37, C = 200;
+  const auto x = randn(static_cast<std::size_t>(N) * C, 1, 2.f, 3.f), w = randn(C, 2, 0.5f, 1.f),
+             b = randn(C, 3), dout = randn(x.size(), 4);
+  std::vector<float> out0(x.size()), mean0(N), rstd0(N), dx0(x.size(), 0.25f), dw0(C, 0.5f), db0(C, -0.5f);
+  gpt::k::layernorm_forward(out0.data(), mean0.data(), rstd0.data(), x.data(), w.data(), b.data(), N, C);
+  gpt::k::layernorm_backward(dx0.data(), dw0.data(), db0.data(), dout.data(), x.data(), w.data(), mean0.data(),
+                             rstd0.data(), N, C);
+  auto run = [&](const auto& ex, int team, std::vector<float>& out, std::vector<float>& mean, std::vector<float>& rstd,
+                 std::vector<float>& dx, std::vector<float>& dw, std::vector<float>& db) {
+    out.assign(x.size(), 0.f);
+    mean.assign(N, 0.f);
+    rstd.assign(N, 0.f);
+    dx.assign(x.size(), 0.25f);
+    dw.assign(C, 0.5f);
+    db.assign(C, -0.5f);
+    ex.launch(N, team, gpt::portable::layernorm_forward{out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), C});
+    ex.launch(N, team, gpt::portable::layernorm_backward_input{dx.data(), dout.data(), x.data(), w.data(), mean.data(),
+                                                               rstd.data(), C});
+    ex.for_each(C, gpt::portable::layernorm_backward_params{dw.data(), db.data(), dout.data(), x.data(), mean.data(),
+                                                            rstd.data(), N, C});
+  };
+  for (int team : {32, 128, 256}) {
+    INFO("team " << team);
+    std::vector<float> o1, m1, r1, dx1, dw1, db1, o2, m2, r2, dx2, dw2, db2;
+    run(hcomm::exec::host{}, team, o1, m1, r1, dx1, dw1, db1);
+    for (std::uint64_t seed : {1u, 2u}) {
+      run(hcomm::exec::host_check{.seed = seed}, team, o2, m2, r2, dx2, dw2, db2);
+      CHECK(o2 == o1);
+      CHECK(m2 == m1);
+      CHECK(r2 == r1);
+      CHECK(dx2 == dx1);
+      CHECK(dw2 == dw1);
+      CHECK(db2 == db1);
+    }
+    check_close(o1, out0, 1e-5f, 1e-5f);
+    check_close(m1, mean0, 1e-5f, 1e-6f);
+    check_close(r1, rstd0, 1e-5f, 1e-6f);
+    check_close(dx1, dx0, 1e-4f, 1e-5f);
+    check_close(dw1, dw0, 1e-4f, 1e-4f);
+    check_close(db1, db0, 0.f, 0.f);  // the same sums in the same order
+  }
+}
+
+TEST_CASE("portable GELU: host-check = host = kernels.hpp", "[model][portable]") {
+  const std::size_t n = 5000;
+  const auto x = randn(n, 5, 3.f), dout = randn(n, 6);
+  std::vector<float> y0(n), d0(n);
+  gpt::k::gelu_forward(y0.data(), x.data(), static_cast<gpt::k::idx>(n));
+  gpt::k::gelu_backward(d0.data(), x.data(), dout.data(), static_cast<gpt::k::idx>(n));
+  auto run = [&](const auto& ex, std::vector<float>& y, std::vector<float>& d) {
+    y.assign(n, 0.f);
+    d = dout;  // in place, as the trainer calls it
+    ex.for_each(n, gpt::portable::gelu_forward{y.data(), x.data()});
+    ex.for_each(n, gpt::portable::gelu_backward{d.data(), x.data(), d.data()});
+  };
+  std::vector<float> y1, d1, y2, d2;
+  run(hcomm::exec::host{}, y1, d1);
+  run(hcomm::exec::host_check{.seed = 3}, y2, d2);
+  CHECK(y2 == y1);
+  CHECK(d2 == d1);
+  check_close(y1, y0, 1e-6f, 1e-7f);
+  check_close(d1, d0, 1e-6f, 1e-7f);
+}
+
+TEST_CASE("portable AdamW: host-check = host = optim.hpp's update", "[model][portable]") {
+  const std::size_t n = 3000;
+  const auto g = randn(n, 7, 0.01f);
+  auto p0 = randn(n, 8, 0.02f), m0 = randn(n, 9, 1e-3f), v0 = randn(n, 10, 1e-3f);
+  for (float& v : v0) v = v * v;
+  const float lr = 6e-4f, b1 = 0.9f, b2 = 0.95f, eps = 1e-8f, wd = 0.1f;
+  const int t = 7;
+  // optim.hpp's loop body, as written there
+  auto p_ref = p0, m_ref = m0, v_ref = v0;
+  {
+    const float bc1 = 1.f - std::pow(b1, static_cast<float>(t)), bc2 = 1.f - std::pow(b2, static_cast<float>(t));
+    const float step_size = lr / bc1, bc2_sqrt = std::sqrt(bc2), decay = 1.f - lr * wd;
+    for (std::size_t i = 0; i < n; ++i) {
+      p_ref[i] *= decay;
+      m_ref[i] = b1 * m_ref[i] + (1.f - b1) * g[i];
+      v_ref[i] = b2 * v_ref[i] + (1.f - b2) * g[i] * g[i];
+      const float denom = std::sqrt(v_ref[i]) / bc2_sqrt + eps;
+      p_ref[i] -= step_size * m_ref[i] / denom;
+    }
+  }
+  const auto k = gpt::portable::adamw_update::coefficients(lr, t, b1, b2, eps, wd, true);
+  auto run = [&](const auto& ex, std::vector<float>& p, std::vector<float>& m, std::vector<float>& v) {
+    p = p0;
+    m = m0;
+    v = v0;
+    ex.for_each(n, gpt::portable::adamw_update{p.data(), m.data(), v.data(), g.data(), k});
+  };
+  std::vector<float> p1, m1, v1, p2, m2, v2;
+  run(hcomm::exec::host{}, p1, m1, v1);
+  run(hcomm::exec::host_check{.seed = 4}, p2, m2, v2);
+  CHECK(p2 == p1);
+  CHECK(m2 == m1);
+  CHECK(v2 == v1);
+  check_close(p1, p_ref, 1e-6f, 1e-9f);
+  check_close(m1, m_ref, 1e-6f, 1e-12f);
+  check_close(v1, v_ref, 1e-6f, 1e-15f);
+}
