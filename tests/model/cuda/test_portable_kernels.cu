@@ -15,18 +15,14 @@
 #include "portable/adamw.hpp"
 #include "portable/gelu.hpp"
 #include "portable/layernorm.hpp"
+#include "random_tensors.hpp"
 #include "portable_host.hpp"
 
 namespace {
 int failures = 0;
 
-std::vector<float> randn(std::size_t n, std::uint32_t seed, float scale = 1.f, float shift = 0.f) {
-  std::mt19937 g(seed);
-  std::normal_distribution<float> d(shift, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(g);
-  return v;
-}
+using gpt_test::randn;
+
 
 void expect_close(const char* what, const std::vector<float>& got, const std::vector<float>& want, float rtol,
                   float atol) {
