@@ -4,6 +4,7 @@
 // another order; bitwise where the order is the same).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -14,6 +15,7 @@
 #include "kernels.hpp"
 #include "optim.hpp"
 #include "portable/adamw.hpp"
+#include "portable/cross_entropy.hpp"
 #include "portable/gelu.hpp"
 #include "portable/layernorm.hpp"
 #include "random_tensors.hpp"
@@ -132,4 +134,48 @@ TEST_CASE("portable AdamW: host-check = host = optim.hpp's update", "[model][por
   check_close(p1, p_ref, 1e-6f, 1e-9f);
   check_close(m1, m_ref, 1e-6f, 1e-12f);
   check_close(v1, v_ref, 1e-6f, 1e-15f);
+}
+
+// V 264 (BERT's vocabulary: not a multiple of the team), rows without a target (BERT's
+// unmasked positions), logits large enough that an unshifted exp would overflow
+TEST_CASE("portable cross-entropy: host-check = host, and the formula to rounding", "[model][portable]") {
+  const int N = 29, V = 264;
+  const float scale = 1.f / 17.f;
+  auto z0 = randn(static_cast<std::size_t>(N) * V, 11, 4.f);
+  for (int v = 0; v < V; ++v) z0[static_cast<std::size_t>(3) * V + v] += 100.f;
+  std::vector<int> tgt(N);
+  for (int n = 0; n < N; ++n) tgt[n] = n % 5 == 2 ? -1 : (n * 37) % V;
+  // the reference in double precision
+  std::vector<double> loss_ref(N, 0.0), grad_ref(z0.size(), 0.0);
+  for (int n = 0; n < N; ++n) {
+    if (tgt[n] < 0) continue;
+    double m = -1e300, s = 0;
+    for (int v = 0; v < V; ++v) m = std::max(m, static_cast<double>(z0[n * V + v]));
+    for (int v = 0; v < V; ++v) s += std::exp(z0[n * V + v] - m);
+    loss_ref[n] = std::log(s) + m - z0[n * V + tgt[n]];
+    for (int v = 0; v < V; ++v) grad_ref[n * V + v] = (std::exp(z0[n * V + v] - m) / s - (v == tgt[n])) * scale;
+  }
+  auto run = [&](const auto& ex, int team, std::vector<float>& z, std::vector<float>& loss) {
+    z = z0;
+    loss.assign(N, -1.f);
+    ex.launch(N, team, gpt::portable::cross_entropy{z.data(), loss.data(), tgt.data(), V, scale, true});
+  };
+  for (int team : {32, 128}) {
+    INFO("team " << team);
+    std::vector<float> z1, l1, z2, l2;
+    run(hcomm::exec::host{}, team, z1, l1);
+    run(hcomm::exec::host_check{.seed = 5}, team, z2, l2);
+    CHECK(z2 == z1);
+    CHECK(l2 == l1);
+    for (int n = 0; n < N; ++n) {
+      INFO("row " << n);
+      REQUIRE(std::abs(l1[n] - loss_ref[n]) <= 1e-5 * std::max(1.0, std::abs(loss_ref[n])));
+    }
+    for (std::size_t i = 0; i < z1.size(); ++i) REQUIRE(std::abs(z1[i] - grad_ref[i]) <= 1e-7);
+    // without the gradient the logits stay
+    std::vector<float> z3 = z0, l3(N);
+    hcomm::exec::host_check{.seed = 6}.launch(N, team, gpt::portable::cross_entropy{z3.data(), l3.data(), tgt.data(), V, scale, false});
+    CHECK(z3 == z0);
+    CHECK(l3 == l1);
+  }
 }

@@ -3,6 +3,7 @@
 
 #include "hcomm/exec/host.hpp"
 #include "portable/adamw.hpp"
+#include "portable/cross_entropy.hpp"
 #include "portable/gelu.hpp"
 #include "portable/layernorm.hpp"
 
@@ -34,6 +35,13 @@ void host_gelu(const std::vector<float>& x, std::vector<float>& y, std::vector<f
   y.assign(x.size(), 0.f);
   hx.for_each(x.size(), gpt::portable::gelu_forward{y.data(), x.data()});
   hx.for_each(x.size(), gpt::portable::gelu_backward{d.data(), x.data(), d.data()});
+}
+
+void host_cross_entropy(std::vector<float>& z, std::vector<float>& losses, const std::vector<int>& targets, int V,
+                        float scale, int team) {
+  hcomm::exec::host hx;
+  losses.assign(targets.size(), 0.f);
+  hx.launch(targets.size(), team, gpt::portable::cross_entropy{z.data(), losses.data(), targets.data(), V, scale, true});
 }
 
 void host_adamw(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v, const std::vector<float>& g) {

@@ -15,6 +15,9 @@ layernorm_results host_layernorm(const std::vector<float>& x, const std::vector<
 // y = gelu(x); d = gelu'(x) * d, in place
 void host_gelu(const std::vector<float>& x, std::vector<float>& y, std::vector<float>& d);
 // one AdamW update of p, m, v at lr 6e-4, step 7, betas (0.9, 0.95), eps 1e-8, wd 0.1
+// losses and gradients (in z) of the cross-entropy at `scale`, team size `team`
+void host_cross_entropy(std::vector<float>& z, std::vector<float>& losses, const std::vector<int>& targets, int V,
+                        float scale, int team);
 void host_adamw(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v, const std::vector<float>& g);
 
 }  // namespace gpt_test

@@ -13,6 +13,7 @@
 
 #include "hcomm/exec/cuda.hpp"
 #include "portable/adamw.hpp"
+#include "portable/cross_entropy.hpp"
 #include "portable/gelu.hpp"
 #include "portable/layernorm.hpp"
 #include "random_tensors.hpp"
@@ -110,6 +111,21 @@ int main() {
     expect_close("adamw p", d.get(dP, n), p, 1e-5f, 1e-9f);
     expect_close("adamw m", d.get(dM, n), m, 1e-5f, 1e-12f);
     expect_close("adamw v", d.get(dV, n), v, 1e-5f, 1e-15f);
+
+    const int R = 29, V = 264;
+    auto z = randn(static_cast<std::size_t>(R) * V, 11, 4.f);
+    std::vector<int> tgt(R);
+    for (int r = 0; r < R; ++r) tgt[r] = r % 5 == 2 ? -1 : (r * 37) % V;
+    float* dZ = d.put(z);
+    float* dL = d.put(std::vector<float>(R));
+    int* dT = static_cast<int*>(ex.allocate(tgt.size() * sizeof(int)));
+    ex.from_host(dT, tgt.data(), tgt.size() * sizeof(int));
+    ex.launch(R, team, gpt::portable::cross_entropy{dZ, dL, dT, V, 1.f / 17.f, true});
+    std::vector<float> hl;
+    gpt_test::host_cross_entropy(z, hl, tgt, V, 1.f / 17.f, team);
+    expect_close("cross_entropy losses", d.get(dL, R), hl, 1e-5f, 1e-6f);
+    expect_close("cross_entropy gradient", d.get(dZ, z.size()), z, 1e-5f, 1e-7f);
+    ex.deallocate(dT);
     ex.synchronize();
   }
   HCOMM_CUDA_CHECK(cudaStreamDestroy(s));
