@@ -179,3 +179,37 @@ TEST_CASE("portable cross-entropy: host-check = host, and the formula to roundin
     CHECK(l3 == l1);
   }
 }
+
+TEST_CASE("portable residual + LayerNorm: the residual add and layernorm_forward in one pass", "[model][portable]") {
+  const int N = 23, C = 200;
+  const auto a = randn(static_cast<std::size_t>(N) * C, 12, 2.f, 3.f), y = randn(a.size(), 13),
+             w = randn(C, 14, 0.5f, 1.f), b = randn(C, 15);
+  std::vector<float> r0(a.size()), o0(a.size()), m0(N), s0(N);
+  gpt::k::residual_forward(r0.data(), a.data(), y.data(), static_cast<gpt::k::idx>(a.size()));
+  gpt::k::layernorm_forward(o0.data(), m0.data(), s0.data(), r0.data(), w.data(), b.data(), N, C);
+  auto run = [&](const auto& ex, std::vector<float>& r, std::vector<float>& o, std::vector<float>& m,
+                 std::vector<float>& s) {
+    r.assign(a.size(), 0.f);
+    o.assign(a.size(), 0.f);
+    m.assign(N, 0.f);
+    s.assign(N, 0.f);
+    ex.launch(N, 64, gpt::portable::residual_layernorm_forward{r.data(), o.data(), m.data(), s.data(), a.data(), y.data(),
+                                                              w.data(), b.data(), C});
+  };
+  std::vector<float> r1, o1, m1, s1, r2, o2, m2, s2, o3, m3, s3;
+  run(hcomm::exec::host{}, r1, o1, m1, s1);
+  run(hcomm::exec::host_check{.seed = 8}, r2, o2, m2, s2);
+  CHECK(r2 == r1);
+  CHECK(o2 == o1);
+  CHECK(m2 == m1);
+  CHECK(s2 == s1);
+  CHECK(r1 == r0);  // the add is exact either way
+  // = the unfused portable layernorm of the sum, bit for bit
+  o3.assign(a.size(), 0.f);
+  m3.assign(N, 0.f);
+  s3.assign(N, 0.f);
+  hcomm::exec::host{}.launch(N, 64, gpt::portable::layernorm_forward{o3.data(), m3.data(), s3.data(), r0.data(), w.data(), b.data(), C});
+  CHECK(o1 == o3);
+  CHECK(m1 == m3);
+  check_close(o1, o0, 1e-5f, 1e-5f);
+}

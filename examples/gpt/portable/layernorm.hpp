@@ -6,6 +6,7 @@
 // last bits and are the same on every backend.
 //
 //   ex.launch(N, 128, gpt::portable::layernorm_forward{out, mean, rstd, x, w, b, C});
+//   ex.launch(N, 128, gpt::portable::residual_layernorm_forward{res, out, mean, rstd, x, y, w, b, C});
 //   ex.launch(N, 128, gpt::portable::layernorm_backward_input{dx, dout, x, w, mean, rstd, C});
 //   ex.for_each(C, gpt::portable::layernorm_backward_params{dw, db, dout, x, mean, rstd, N, C});
 #pragma once
@@ -53,6 +54,57 @@ struct layernorm_forward {
     const float s = 1.f / std::sqrt(var + 1e-5f);
     team.for_threads([&](int t) {
       for (int c = t; c < C; c += T) out[row + c] = (x[row + c] - m) * s * w[c] + b[c];
+      if (t == 0) {
+        mean[team.league_rank()] = m;
+        rstd[team.league_rank()] = s;
+      }
+    });
+  }
+};
+
+// One team per row n, the residual add fused in: res[n, :] = a + b, then out = LN(res) as
+// layernorm_forward (GPT-2's r1 = x + attn, ln2 = LN(r1) in one pass over the row).
+struct residual_layernorm_forward {
+  static constexpr int max_team = 1024;
+  static constexpr const char* name = "gpt::portable::residual_layernorm_forward";
+  float* res;
+  float* out;
+  float* mean;
+  float* rstd;
+  const float* a;
+  const float* b_in;
+  const float* w;
+  const float* b;
+  int C;
+  std::size_t scratch_bytes(int) const { return 0; }
+
+  template <class Team>
+  HCOMM_HOST_DEVICE void operator()(Team& team) const {
+    const std::size_t row = team.league_rank() * static_cast<std::size_t>(C);
+    const int T = team.size();
+    auto part = team.template per_thread<float>();
+    team.for_threads([&](int t) {  // each thread reads back only the res values it wrote
+      float s = 0.f;
+      for (int c = t; c < C; c += T) {
+        const float r = a[row + c] + b_in[row + c];
+        res[row + c] = r;
+        s += r;
+      }
+      part[t] = s;
+    });
+    const float m = team.reduce(part, hcomm::exec::sum{}) / static_cast<float>(C);
+    team.for_threads([&](int t) {
+      float s = 0.f;
+      for (int c = t; c < C; c += T) {
+        const float d = res[row + c] - m;
+        s += d * d;
+      }
+      part[t] = s;
+    });
+    const float var = team.reduce(part, hcomm::exec::sum{}) / static_cast<float>(C);
+    const float s = 1.f / std::sqrt(var + 1e-5f);
+    team.for_threads([&](int t) {
+      for (int c = t; c < C; c += T) out[row + c] = (res[row + c] - m) * s * w[c] + b[c];
       if (t == 0) {
         mean[team.league_rank()] = m;
         rstd[team.league_rank()] = s;
