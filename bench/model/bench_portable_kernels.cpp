@@ -12,6 +12,7 @@
 #include "hcomm/exec/host.hpp"
 #include "kernels.hpp"
 #include "portable/adamw.hpp"
+#include "portable/attention.hpp"
 #include "portable/gelu.hpp"
 #include "portable/layernorm.hpp"
 
@@ -85,6 +86,32 @@ void BM_gelu_fwd_bwd_portable(benchmark::State& st) {
 }
 BENCHMARK(BM_gelu_fwd_bwd_loops)->Apply(shapes);
 BENCHMARK(BM_gelu_fwd_bwd_portable)->Apply(shapes);
+
+// Attention forward at bert-small's shape (B 16, T 128, 4 heads of 64), causal and not
+void BM_attention_fwd_loops(benchmark::State& st) {
+  const int B = 16, T = 128, nh = 4, hd = 64;
+  const bool causal = st.range(0) != 0;
+  auto qkv = randn(static_cast<std::size_t>(B) * T * 3 * nh * hd, 11);
+  std::vector<float> out(static_cast<std::size_t>(B) * T * nh * hd), att(static_cast<std::size_t>(B) * nh * T * T);
+  for (auto _ : st) {
+    gpt::k::attention_forward(out.data(), att.data(), qkv.data(), B, T, nh, hd, causal);
+    benchmark::ClobberMemory();
+  }
+}
+void BM_attention_fwd_portable(benchmark::State& st) {
+  const int B = 16, T = 128, nh = 4, hd = 64;
+  const bool causal = st.range(0) != 0;
+  auto qkv = randn(static_cast<std::size_t>(B) * T * 3 * nh * hd, 11);
+  std::vector<float> out(static_cast<std::size_t>(B) * T * nh * hd), lse(static_cast<std::size_t>(B) * nh * T);
+  hcomm::exec::host ex;
+  const gpt::portable::attention_forward k{out.data(), lse.data(), qkv.data(), B, T, nh, hd, causal};
+  for (auto _ : st) {
+    ex.launch(k.league(), 64, k);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(BM_attention_fwd_loops)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_attention_fwd_portable)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond);
 
 // AdamW over gpt2-124m's parameter count
 void BM_adamw_loop(benchmark::State& st) {

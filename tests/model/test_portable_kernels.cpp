@@ -15,6 +15,7 @@
 #include "kernels.hpp"
 #include "optim.hpp"
 #include "portable/adamw.hpp"
+#include "portable/attention.hpp"
 #include "portable/cross_entropy.hpp"
 #include "portable/gelu.hpp"
 #include "portable/layernorm.hpp"
@@ -212,4 +213,52 @@ TEST_CASE("portable residual + LayerNorm: the residual add and layernorm_forward
   CHECK(o1 == o3);
   CHECK(m1 == m3);
   check_close(o1, o0, 1e-5f, 1e-5f);
+}
+
+// T 50 (a partial block of queries and keys) and T 64 (whole blocks), causal and bidirectional:
+// the output is kernels.hpp's attention (stored probabilities, sgemm) to rounding; the
+// log-sum-exp is a double reference's
+TEST_CASE("portable flash attention forward: host-check = host = kernels.hpp's to rounding", "[model][portable]") {
+  for (const int T : {50, 64})
+    for (const int hd : {16, 64})
+      for (const bool causal : {true, false}) {
+        INFO("T " << T << " hd " << hd << (causal ? " causal" : " bidirectional"));
+        const int B = 2, nh = 2, Cl = nh * hd;
+        const auto qkv = randn(static_cast<std::size_t>(B) * T * 3 * Cl, 16 + T + hd, 1.f);
+        std::vector<float> out0(static_cast<std::size_t>(B) * T * Cl), att(static_cast<std::size_t>(B) * nh * T * T);
+        gpt::k::attention_forward(out0.data(), att.data(), qkv.data(), B, T, nh, hd, causal);
+        auto run = [&](const auto& ex, int team, std::vector<float>& out, std::vector<float>& lse) {
+          out.assign(out0.size(), 0.f);
+          lse.assign(static_cast<std::size_t>(B) * nh * T, 0.f);
+          const gpt::portable::attention_forward k{out.data(), lse.data(), qkv.data(), B, T, nh, hd, causal};
+          ex.launch(k.league(), team, k);
+        };
+        std::vector<float> o1, l1, o2, l2;
+        run(hcomm::exec::host{}, 64, o1, l1);
+        run(hcomm::exec::host_check{.seed = 9}, 64, o2, l2);
+        CHECK(o2 == o1);
+        CHECK(l2 == l1);
+        run(hcomm::exec::host_check{.seed = 10}, 128, o2, l2);
+        CHECK(o2 == o1);
+        check_close(o1, out0, 1e-4f, 1e-5f);
+        const float scale = 1.f / std::sqrt(static_cast<float>(hd));
+        for (int b = 0; b < B; ++b)
+          for (int h = 0; h < nh; ++h)
+            for (int t = 0; t < T; ++t) {
+              double m = -1e300, s = 0;
+              std::vector<double> sc(static_cast<std::size_t>(T));
+              const int last = causal ? t : T - 1;
+              for (int j = 0; j <= last; ++j) {
+                double dot = 0;
+                for (int d = 0; d < hd; ++d)
+                  dot += static_cast<double>(qkv[(static_cast<std::size_t>(b) * T + t) * 3 * Cl + h * hd + d]) *
+                         qkv[(static_cast<std::size_t>(b) * T + j) * 3 * Cl + Cl + h * hd + d];
+                sc[j] = dot * scale;
+                m = std::max(m, sc[j]);
+              }
+              for (int j = 0; j <= last; ++j) s += std::exp(sc[j] - m);
+              const double want = m + std::log(s);
+              REQUIRE(std::abs(l1[(static_cast<std::size_t>(b) * nh + h) * T + t] - want) <= 1e-5 * std::max(1.0, std::abs(want)));
+            }
+      }
 }

@@ -3,6 +3,7 @@
 
 #include "hcomm/exec/host.hpp"
 #include "portable/adamw.hpp"
+#include "portable/attention.hpp"
 #include "portable/cross_entropy.hpp"
 #include "portable/gelu.hpp"
 #include "portable/layernorm.hpp"
@@ -42,6 +43,15 @@ void host_cross_entropy(std::vector<float>& z, std::vector<float>& losses, const
   hcomm::exec::host hx;
   losses.assign(targets.size(), 0.f);
   hx.launch(targets.size(), team, gpt::portable::cross_entropy{z.data(), losses.data(), targets.data(), V, scale, true});
+}
+
+void host_attention(const std::vector<float>& qkv, std::vector<float>& out, std::vector<float>& lse, int B, int T, int nh,
+                    int hd, bool causal) {
+  hcomm::exec::host hx;
+  out.assign(static_cast<std::size_t>(B) * T * nh * hd, 0.f);
+  lse.assign(static_cast<std::size_t>(B) * nh * T, 0.f);
+  const gpt::portable::attention_forward k{out.data(), lse.data(), qkv.data(), B, T, nh, hd, causal};
+  hx.launch(k.league(), 64, k);
 }
 
 void host_adamw(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v, const std::vector<float>& g) {

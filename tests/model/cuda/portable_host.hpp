@@ -18,6 +18,9 @@ void host_gelu(const std::vector<float>& x, std::vector<float>& y, std::vector<f
 // losses and gradients (in z) of the cross-entropy at `scale`, team size `team`
 void host_cross_entropy(std::vector<float>& z, std::vector<float>& losses, const std::vector<int>& targets, int V,
                         float scale, int team);
+// flash attention forward: out[B*T, nh*hd], lse[B*nh*T]
+void host_attention(const std::vector<float>& qkv, std::vector<float>& out, std::vector<float>& lse, int B, int T, int nh,
+                    int hd, bool causal);
 void host_adamw(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v, const std::vector<float>& g);
 
 }  // namespace gpt_test

@@ -13,6 +13,7 @@
 
 #include "hcomm/exec/cuda.hpp"
 #include "portable/adamw.hpp"
+#include "portable/attention.hpp"
 #include "portable/cross_entropy.hpp"
 #include "portable/gelu.hpp"
 #include "portable/layernorm.hpp"
@@ -126,6 +127,20 @@ int main() {
     expect_close("cross_entropy losses", d.get(dL, R), hl, 1e-5f, 1e-6f);
     expect_close("cross_entropy gradient", d.get(dZ, z.size()), z, 1e-5f, 1e-7f);
     ex.deallocate(dT);
+
+    for (const bool causal : {true, false}) {
+      const int AB = 2, AT = 50, anh = 2, ahd = 64;
+      const auto qkv = randn(static_cast<std::size_t>(AB) * AT * 3 * anh * ahd, 16, 1.f);
+      std::vector<float> ho, hl2;
+      gpt_test::host_attention(qkv, ho, hl2, AB, AT, anh, ahd, causal);
+      float* dQKV = d.put(qkv);
+      float* dO = d.put(std::vector<float>(ho.size()));
+      float* dLse = d.put(std::vector<float>(hl2.size()));
+      const gpt::portable::attention_forward ak{dO, dLse, dQKV, AB, AT, anh, ahd, causal};
+      ex.launch(ak.league(), 64, ak);
+      expect_close(causal ? "attention out (causal)" : "attention out (bidir.)", d.get(dO, ho.size()), ho, 1e-5f, 1e-6f);
+      expect_close(causal ? "attention lse (causal)" : "attention lse (bidir.)", d.get(dLse, hl2.size()), hl2, 1e-5f, 1e-6f);
+    }
     ex.synchronize();
   }
   HCOMM_CUDA_CHECK(cudaStreamDestroy(s));
