@@ -262,3 +262,40 @@ TEST_CASE("portable flash attention forward: host-check = host = kernels.hpp's t
             }
       }
 }
+
+// The flash backward (rowdot, dK/dV per key tile, dQ per query tile) against kernels.hpp's
+// backward over stored probabilities, with the forward's log-sum-exp
+TEST_CASE("portable flash attention backward: host-check = host = kernels.hpp's to rounding", "[model][portable]") {
+  for (const int T : {50, 64})
+    for (const bool causal : {true, false}) {
+      INFO("T " << T << (causal ? " causal" : " bidirectional"));
+      const int B = 2, nh = 2, hd = 16, Cl = nh * hd;
+      const auto qkv = randn(static_cast<std::size_t>(B) * T * 3 * Cl, 40 + T, 1.f);
+      const auto dout = randn(static_cast<std::size_t>(B) * T * Cl, 41 + T, 1.f);
+      std::vector<float> out0(dout.size()), att(static_cast<std::size_t>(B) * nh * T * T), dqkv0(qkv.size()),
+          scratch(static_cast<std::size_t>(T) * T);
+      gpt::k::attention_forward(out0.data(), att.data(), qkv.data(), B, T, nh, hd, causal);
+      gpt::k::attention_backward(dqkv0.data(), scratch.data(), dout.data(), qkv.data(), att.data(), B, T, nh, hd, causal);
+      std::vector<float> out(dout.size()), lse(static_cast<std::size_t>(B) * nh * T);
+      const gpt::portable::attention_forward f{out.data(), lse.data(), qkv.data(), B, T, nh, hd, causal};
+      hcomm::exec::host{}.launch(f.league(), 64, f);
+      auto run = [&](const auto& ex, int team, std::vector<float>& dqkv) {
+        dqkv.assign(qkv.size(), 12345.f);  // every value is written
+        std::vector<float> D(lse.size());
+        ex.for_each(D.size(), gpt::portable::attention_backward_rowdot{D.data(), dout.data(), out.data(), B, T, nh, hd});
+        const gpt::portable::attention_detail::problem p{dqkv.data(), dout.data(), qkv.data(), lse.data(), D.data(),
+                                                         B, T, nh, hd, causal};
+        const gpt::portable::attention_backward_dkdv kv{p};
+        const gpt::portable::attention_backward_dq q{p};
+        ex.launch(kv.league(), team, kv);
+        ex.launch(q.league(), team, q);
+      };
+      std::vector<float> d1, d2;
+      run(hcomm::exec::host{}, 64, d1);
+      run(hcomm::exec::host_check{.seed = 11}, 64, d2);
+      CHECK(d2 == d1);
+      run(hcomm::exec::host_check{.seed = 12}, 128, d2);
+      CHECK(d2 == d1);
+      check_close(d1, dqkv0, 1e-4f, 1e-5f);
+    }
+}

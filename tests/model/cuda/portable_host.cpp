@@ -54,6 +54,20 @@ void host_attention(const std::vector<float>& qkv, std::vector<float>& out, std:
   hx.launch(k.league(), 64, k);
 }
 
+void host_attention_backward(const std::vector<float>& qkv, const std::vector<float>& out, const std::vector<float>& lse,
+                             const std::vector<float>& dout, std::vector<float>& dqkv, int B, int T, int nh, int hd,
+                             bool causal) {
+  hcomm::exec::host hx;
+  dqkv.assign(qkv.size(), 0.f);
+  std::vector<float> D(lse.size());
+  hx.for_each(D.size(), gpt::portable::attention_backward_rowdot{D.data(), dout.data(), out.data(), B, T, nh, hd});
+  const gpt::portable::attention_detail::problem p{dqkv.data(), dout.data(), qkv.data(), lse.data(), D.data(), B, T, nh, hd, causal};
+  const gpt::portable::attention_backward_dkdv kv{p};
+  const gpt::portable::attention_backward_dq q{p};
+  hx.launch(kv.league(), 64, kv);
+  hx.launch(q.league(), 64, q);
+}
+
 void host_adamw(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v, const std::vector<float>& g) {
   hcomm::exec::host hx;
   const auto k = gpt::portable::adamw_update::coefficients(6e-4f, 7, 0.9f, 0.95f, 1e-8f, 0.1f, true);

@@ -21,6 +21,10 @@ void host_cross_entropy(std::vector<float>& z, std::vector<float>& losses, const
 // flash attention forward: out[B*T, nh*hd], lse[B*nh*T]
 void host_attention(const std::vector<float>& qkv, std::vector<float>& out, std::vector<float>& lse, int B, int T, int nh,
                     int hd, bool causal);
+// its backward from dout (with the forward's out and lse): dqkv[B*T, 3*nh*hd]
+void host_attention_backward(const std::vector<float>& qkv, const std::vector<float>& out, const std::vector<float>& lse,
+                             const std::vector<float>& dout, std::vector<float>& dqkv, int B, int T, int nh, int hd,
+                             bool causal);
 void host_adamw(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v, const std::vector<float>& g);
 
 }  // namespace gpt_test

@@ -140,6 +140,23 @@ int main() {
       ex.launch(ak.league(), 64, ak);
       expect_close(causal ? "attention out (causal)" : "attention out (bidir.)", d.get(dO, ho.size()), ho, 1e-5f, 1e-6f);
       expect_close(causal ? "attention lse (causal)" : "attention lse (bidir.)", d.get(dLse, hl2.size()), hl2, 1e-5f, 1e-6f);
+      // the backward from the host's forward results
+      const auto dout = randn(ho.size(), 17, 1.f);
+      std::vector<float> hdqkv;
+      gpt_test::host_attention_backward(qkv, ho, hl2, dout, hdqkv, AB, AT, anh, ahd, causal);
+      float* dDout = d.put(dout);
+      float* dHo = d.put(ho);
+      float* dHl = d.put(hl2);
+      float* dDD = d.put(std::vector<float>(hl2.size()));
+      float* dDqkv = d.put(std::vector<float>(qkv.size()));
+      ex.for_each(hl2.size(), gpt::portable::attention_backward_rowdot{dDD, dDout, dHo, AB, AT, anh, ahd});
+      const gpt::portable::attention_detail::problem ap{dDqkv, dDout, dQKV, dHl, dDD, AB, AT, anh, ahd, causal};
+      const gpt::portable::attention_backward_dkdv kv{ap};
+      const gpt::portable::attention_backward_dq kq{ap};
+      ex.launch(kv.league(), 64, kv);
+      ex.launch(kq.league(), 64, kq);
+      expect_close(causal ? "attention dqkv (causal)" : "attention dqkv (bidir.)", d.get(dDqkv, qkv.size()), hdqkv, 1e-4f,
+                   1e-5f);
     }
     ex.synchronize();
   }
