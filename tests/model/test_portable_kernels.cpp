@@ -17,6 +17,7 @@
 #include "portable/adamw.hpp"
 #include "portable/attention.hpp"
 #include "portable/cross_entropy.hpp"
+#include "portable/embedding.hpp"
 #include "portable/gelu.hpp"
 #include "portable/layernorm.hpp"
 #include "random_tensors.hpp"
@@ -298,4 +299,54 @@ TEST_CASE("portable flash attention backward: host-check = host = kernels.hpp's 
       CHECK(d2 == d1);
       check_close(d1, dqkv0, 1e-4f, 1e-5f);
     }
+}
+
+// model.hpp's embedding loops (embed_forward/embed_backward, TP shard [v0, v0 + Vl)), as written there
+TEST_CASE("portable embedding: host-check = host = model.hpp's loops, bit for bit", "[model][portable]") {
+  const int S = 3, T = 20, C = 48, N = S * T, V = 264;
+  std::vector<int> tok(N);
+  std::mt19937 g(21);
+  for (int& t : tok) t = static_cast<int>(g() % 40);  // repeats: several positions per token
+  tok[5] = 263;                                       // the shard's last row
+  const auto wte = randn(static_cast<std::size_t>(V) * C, 22), wpe = randn(static_cast<std::size_t>(T) * C, 23),
+             d = randn(static_cast<std::size_t>(N) * C, 24), dwte_in = randn(wte.size(), 25),
+             dwpe_in = randn(wpe.size(), 26);
+  for (const auto& [v0, Vl] : {std::pair{0, V}, std::pair{132, 132}, std::pair{0, 132}}) {
+    INFO("shard " << v0 << " + " << Vl);
+    const float* wte_shard = wte.data() + static_cast<std::size_t>(v0) * C;
+    std::vector<float> x0(static_cast<std::size_t>(N) * C), dwte0(dwte_in.begin() + v0 * C, dwte_in.begin() + (v0 + Vl) * C),
+        dwpe0 = dwpe_in;
+    for (int n = 0; n < N; ++n) {
+      const int v = tok[n] - v0;
+      for (int c = 0; c < C; ++c) x0[n * C + c] = v >= 0 && v < Vl ? wte_shard[v * C + c] : 0.f;
+    }
+    for (int n = 0; n < N; ++n)
+      for (int c = 0; c < C; ++c) x0[n * C + c] += wpe[(n % T) * C + c];
+    for (int n = 0; n < N; ++n) {
+      const int v = tok[n] - v0;
+      if (v >= 0 && v < Vl)
+        for (int c = 0; c < C; ++c) dwte0[v * C + c] += d[n * C + c];
+    }
+    for (int c = 0; c < C; ++c)
+      for (int n = 0; n < N; ++n) dwpe0[(n % T) * C + c] += d[n * C + c];
+    const auto buckets = gpt::portable::token_buckets(tok.data(), N, v0, Vl);
+    auto run = [&](const auto& ex, std::vector<float>& x, std::vector<float>& dwte, std::vector<float>& dwpe) {
+      x.assign(static_cast<std::size_t>(N) * C, -1.f);
+      dwte.assign(dwte_in.begin() + v0 * C, dwte_in.begin() + (v0 + Vl) * C);
+      dwpe = dwpe_in;
+      ex.for_each(x.size(), gpt::portable::embedding_forward{x.data(), tok.data(), wte_shard, wpe.data(), T, C, v0, Vl});
+      ex.for_each(dwte.size(), gpt::portable::embedding_backward_wte{dwte.data(), d.data(), buckets.starts.data(),
+                                                                     buckets.rows.data(), C});
+      ex.for_each(dwpe.size(), gpt::portable::embedding_backward_wpe{dwpe.data(), d.data(), S, T, C});
+    };
+    std::vector<float> x1, w1, p1, x2, w2, p2;
+    run(hcomm::exec::host{}, x1, w1, p1);
+    run(hcomm::exec::host_check{.seed = 13}, x2, w2, p2);
+    CHECK(x1 == x0);
+    CHECK(w1 == dwte0);
+    CHECK(p1 == dwpe0);
+    CHECK(x2 == x1);
+    CHECK(w2 == w1);
+    CHECK(p2 == p1);
+  }
 }

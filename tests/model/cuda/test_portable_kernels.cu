@@ -15,6 +15,7 @@
 #include "portable/adamw.hpp"
 #include "portable/attention.hpp"
 #include "portable/cross_entropy.hpp"
+#include "portable/embedding.hpp"
 #include "portable/gelu.hpp"
 #include "portable/layernorm.hpp"
 #include "random_tensors.hpp"
@@ -157,6 +158,40 @@ int main() {
       ex.launch(kq.league(), 64, kq);
       expect_close(causal ? "attention dqkv (causal)" : "attention dqkv (bidir.)", d.get(dDqkv, qkv.size()), hdqkv, 1e-4f,
                    1e-5f);
+    }
+
+    {  // embedding: flat kernels with model.hpp's order, so the GPU gives the same bits
+      const int S = 3, ET = 20, EC = 48, EN = S * ET, EV = 264;
+      std::vector<int> tok(EN);
+      for (int i = 0; i < EN; ++i) tok[i] = (i * 7) % 40;
+      const auto wte = randn(static_cast<std::size_t>(EV) * EC, 22), wpe = randn(static_cast<std::size_t>(ET) * EC, 23),
+                 dd = randn(static_cast<std::size_t>(EN) * EC, 24);
+      std::vector<float> x0(static_cast<std::size_t>(EN) * EC), dwte0(wte.size(), 0.f), dwpe0(wpe.size(), 0.f);
+      for (int n = 0; n < EN; ++n)
+        for (int c = 0; c < EC; ++c) {
+          x0[n * EC + c] = wte[tok[n] * EC + c] + wpe[(n % ET) * EC + c];
+          dwte0[tok[n] * EC + c] += dd[n * EC + c];
+        }
+      for (int c = 0; c < EC; ++c)
+        for (int n = 0; n < EN; ++n) dwpe0[(n % ET) * EC + c] += dd[n * EC + c];
+      const auto bk = gpt::portable::token_buckets(tok.data(), EN, 0, EV);
+      int* dTok = static_cast<int*>(ex.allocate(tok.size() * sizeof(int)));
+      auto* dStarts = static_cast<std::int32_t*>(ex.allocate(bk.starts.size() * sizeof(std::int32_t)));
+      auto* dRows = static_cast<std::int32_t*>(ex.allocate(bk.rows.size() * sizeof(std::int32_t)));
+      ex.from_host(dTok, tok.data(), tok.size() * sizeof(int));
+      ex.from_host(dStarts, bk.starts.data(), bk.starts.size() * sizeof(std::int32_t));
+      ex.from_host(dRows, bk.rows.data(), bk.rows.size() * sizeof(std::int32_t));
+      float *dWte = d.put(wte), *dWpe = d.put(wpe), *dDd = d.put(dd), *dX = d.put(std::vector<float>(x0.size()));
+      float *dDwte = d.put(std::vector<float>(wte.size(), 0.f)), *dDwpe = d.put(std::vector<float>(wpe.size(), 0.f));
+      ex.for_each(x0.size(), gpt::portable::embedding_forward{dX, dTok, dWte, dWpe, ET, EC, 0, EV});
+      ex.for_each(wte.size(), gpt::portable::embedding_backward_wte{dDwte, dDd, dStarts, dRows, EC});
+      ex.for_each(wpe.size(), gpt::portable::embedding_backward_wpe{dDwpe, dDd, S, ET, EC});
+      expect_close("embedding forward", d.get(dX, x0.size()), x0, 0.f, 0.f);
+      expect_close("embedding dwte", d.get(dDwte, wte.size()), dwte0, 0.f, 0.f);
+      expect_close("embedding dwpe", d.get(dDwpe, wpe.size()), dwpe0, 0.f, 0.f);
+      ex.deallocate(dTok);
+      ex.deallocate(dStarts);
+      ex.deallocate(dRows);
     }
     ex.synchronize();
   }
