@@ -19,7 +19,9 @@
 #include "portable/cross_entropy.hpp"
 #include "portable/embedding.hpp"
 #include "portable/gelu.hpp"
+#include "portable/grad_norm.hpp"
 #include "portable/layernorm.hpp"
+#include "portable/rotary.hpp"
 #include "random_tensors.hpp"
 
 namespace {
@@ -348,5 +350,40 @@ TEST_CASE("portable embedding: host-check = host = model.hpp's loops, bit for bi
     CHECK(x2 == x1);
     CHECK(w2 == w1);
     CHECK(p2 == p1);
+  }
+}
+
+TEST_CASE("portable rotary: host-check = host = kernels.hpp's rotary_apply, bit for bit", "[model][portable]") {
+  const int B = 2, T = 12, nh = 3, hd = 16, rot = 4, N = B * T, Cl = nh * hd;
+  const auto qkv0 = randn(static_cast<std::size_t>(N) * 3 * Cl, 31), cs = randn(static_cast<std::size_t>(T) * rot / 2, 32),
+             sn = randn(cs.size(), 33);
+  for (const bool inverse : {false, true}) {
+    auto want = qkv0, a = qkv0, b = qkv0;
+    gpt::k::rotary_apply(want.data(), cs.data(), sn.data(), N, T, nh, hd, rot, inverse);
+    const std::size_t n = gpt::portable::rotary::size(N, nh, rot);
+    hcomm::exec::host{}.for_each(n, gpt::portable::rotary{a.data(), cs.data(), sn.data(), T, nh, hd, rot, inverse});
+    hcomm::exec::host_check{.seed = 14}.for_each(n, gpt::portable::rotary{b.data(), cs.data(), sn.data(), T, nh, hd, rot, inverse});
+    CHECK(a == want);
+    CHECK(b == want);
+  }
+}
+
+TEST_CASE("portable sum of squares: host-check = host, a double reference to rounding", "[model][portable]") {
+  for (const std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{200000}}) {
+    INFO("n " << n);
+    const auto g = randn(n, 34, 0.1f);
+    double want = 0;
+    for (float x : g) want += static_cast<double>(x) * x;
+    auto run = [&](const auto& ex) {
+      const gpt::portable::sum_squares_chunks k1{nullptr, g.data(), n};
+      std::vector<double> partial(k1.league());
+      double total = -1;
+      ex.launch(k1.league(), 128, gpt::portable::sum_squares_chunks{partial.data(), g.data(), n});
+      ex.launch(1, 64, gpt::portable::sum_partials{&total, partial.data(), partial.size()});
+      return total;
+    };
+    const double a = run(hcomm::exec::host{}), b = run(hcomm::exec::host_check{.seed = 15});
+    CHECK(a == b);
+    CHECK(std::abs(a - want) <= 1e-12 * want);
   }
 }

@@ -1,6 +1,7 @@
 // The trainer's portable kernels (examples/gpt/portable/) on the CUDA executor against the
 // same kernels on the host executor (portable_host.cpp; CI checks those against kernels.hpp
-// and under host-check): LayerNorm forward/backward, GELU forward/backward, AdamW. The GPU's exp,
+// and under host-check) or a plain loop: LayerNorm, cross-entropy, flash attention forward
+// and backward, embedding, rotary, the sum of squares, GELU, AdamW. The GPU's exp,
 // sqrt and fused multiply-adds round differently, so the comparison is to float rounding.
 // Without a CUDA device it prints "SKIPPED: ..." and exits 77 (ctest: skipped).
 #include <cuda_runtime.h>
@@ -17,6 +18,8 @@
 #include "portable/cross_entropy.hpp"
 #include "portable/embedding.hpp"
 #include "portable/gelu.hpp"
+#include "portable/grad_norm.hpp"
+#include "portable/rotary.hpp"
 #include "portable/layernorm.hpp"
 #include "random_tensors.hpp"
 #include "portable_host.hpp"
@@ -192,6 +195,41 @@ int main() {
       ex.deallocate(dTok);
       ex.deallocate(dStarts);
       ex.deallocate(dRows);
+    }
+    {  // rotary against the formula; the sum of squares against double
+      const int RN = 24, RT = 12, rnh = 3, rhd = 16, rot = 4, RCl = rnh * rhd, half = rot / 2;
+      const auto qkv = randn(static_cast<std::size_t>(RN) * 3 * RCl, 31), cs = randn(static_cast<std::size_t>(RT) * half, 32),
+                 sn = randn(cs.size(), 33);
+      auto want = qkv;
+      for (int n = 0; n < RN; ++n)
+        for (int which = 0; which < 2; ++which)
+          for (int h = 0; h < rnh; ++h)
+            for (int i = 0; i < half; ++i) {
+              float* x = want.data() + n * 3 * RCl + which * RCl + h * rhd;
+              const float c = cs[(n % RT) * half + i], sv = sn[(n % RT) * half + i], a = x[i], b2 = x[i + half];
+              x[i] = a * c - b2 * sv;
+              x[i + half] = b2 * c + a * sv;
+            }
+      float *dQ = d.put(qkv), *dC = d.put(cs), *dS = d.put(sn);
+      ex.for_each(gpt::portable::rotary::size(RN, rnh, rot), gpt::portable::rotary{dQ, dC, dS, RT, rnh, rhd, rot, false});
+      expect_close("rotary", d.get(dQ, qkv.size()), want, 1e-6f, 1e-6f);
+      const std::size_t n2 = 200000;
+      const auto g2 = randn(n2, 34, 0.1f);
+      double ref = 0;
+      for (float x : g2) ref += static_cast<double>(x) * x;
+      float* dG2 = d.put(g2);
+      const gpt::portable::sum_squares_chunks probe{nullptr, dG2, n2};
+      auto* dPart = static_cast<double*>(ex.allocate(probe.league() * sizeof(double)));
+      auto* dTot = static_cast<double*>(ex.allocate(sizeof(double)));
+      ex.launch(probe.league(), 128, gpt::portable::sum_squares_chunks{dPart, dG2, n2});
+      ex.launch(1, 64, gpt::portable::sum_partials{dTot, dPart, probe.league()});
+      double tot = 0;
+      ex.to_host(&tot, dTot, sizeof(double));
+      const bool ok = std::abs(tot - ref) <= 1e-12 * ref;
+      std::printf("%-28s %.17g vs %.17g%s\n", "sum of squares", tot, ref, ok ? "" : "  FAILED");
+      if (!ok) ++failures;
+      ex.deallocate(dPart);
+      ex.deallocate(dTot);
     }
     ex.synchronize();
   }
