@@ -94,7 +94,7 @@ TEST_CASE("masking is by whole words, at the rate, 80/10/10, from (seed, index)"
   CHECK(ta != tb);
 }
 
-TEST_CASE("--mask-unit byte masks single non-whitespace bytes, at the rate, from (seed, index)", "[model][bert]") {
+TEST_CASE("byte masking (--mask-unit byte): single non-whitespace bytes, at the rate, from (seed, index)", "[model][bert]") {
   const std::string text = "And God said, Let there be light: and there was light. \xc3\xa9t\xc3\xa9 2024! ";
   const int T = 64;
   const int want = static_cast<int>(0.15 * (T - 2) + 0.5);  // 9
