@@ -18,6 +18,38 @@
 
 namespace gpt::portable {
 
+namespace layernorm_detail {
+// LayerNorm of row n of src into out (mean, rstd kept), by the team. sum(t) gives thread t's
+// share of the row's sum over c = t, t + T, ... and may write src[c] there first (the fused
+// residual): the later phases read back only what the same thread wrote.
+template <class Team, class Sum>
+HCOMM_HOST_DEVICE void row(Team& team, const Sum& sum, const float* src, float* out, float* mean, float* rstd,
+                           const float* w, const float* b, int C) {
+  const std::size_t n = team.league_rank(), row = n * static_cast<std::size_t>(C);
+  const int T = team.size();
+  auto part = team.template per_thread<float>();
+  team.for_threads([&](int t) { part[t] = sum(t); });
+  const float m = team.reduce(part, hcomm::exec::sum{}) / static_cast<float>(C);
+  team.for_threads([&](int t) {
+    float s = 0.f;
+    for (int c = t; c < C; c += T) {
+      const float d = src[row + c] - m;
+      s += d * d;
+    }
+    part[t] = s;
+  });
+  const float var = team.reduce(part, hcomm::exec::sum{}) / static_cast<float>(C);
+  const float s = 1.f / std::sqrt(var + 1e-5f);
+  team.for_threads([&](int t) {
+    for (int c = t; c < C; c += T) out[row + c] = (src[row + c] - m) * s * w[c] + b[c];
+    if (t == 0) {
+      mean[n] = m;
+      rstd[n] = s;
+    }
+  });
+}
+}  // namespace layernorm_detail
+
 // One team per row n: out[n, :] = (x - mean) * rstd * w + b; mean[n], rstd[n] for backward.
 struct layernorm_forward {
   static constexpr int max_team = 1024;
@@ -35,30 +67,14 @@ struct layernorm_forward {
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
     const std::size_t row = team.league_rank() * static_cast<std::size_t>(C);
     const int T = team.size();
-    auto part = team.template per_thread<float>();
-    team.for_threads([&](int t) {
-      float s = 0.f;
-      for (int c = t; c < C; c += T) s += x[row + c];
-      part[t] = s;
-    });
-    const float m = team.reduce(part, hcomm::exec::sum{}) / static_cast<float>(C);
-    team.for_threads([&](int t) {
-      float s = 0.f;
-      for (int c = t; c < C; c += T) {
-        const float d = x[row + c] - m;
-        s += d * d;
-      }
-      part[t] = s;
-    });
-    const float var = team.reduce(part, hcomm::exec::sum{}) / static_cast<float>(C);
-    const float s = 1.f / std::sqrt(var + 1e-5f);
-    team.for_threads([&](int t) {
-      for (int c = t; c < C; c += T) out[row + c] = (x[row + c] - m) * s * w[c] + b[c];
-      if (t == 0) {
-        mean[team.league_rank()] = m;
-        rstd[team.league_rank()] = s;
-      }
-    });
+    layernorm_detail::row(
+        team,
+        [&](int t) {
+          float s = 0.f;
+          for (int c = t; c < C; c += T) s += x[row + c];
+          return s;
+        },
+        x, out, mean, rstd, w, b, C);
   }
 };
 
@@ -82,34 +98,18 @@ struct residual_layernorm_forward {
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
     const std::size_t row = team.league_rank() * static_cast<std::size_t>(C);
     const int T = team.size();
-    auto part = team.template per_thread<float>();
-    team.for_threads([&](int t) {  // each thread reads back only the res values it wrote
-      float s = 0.f;
-      for (int c = t; c < C; c += T) {
-        const float r = a[row + c] + b_in[row + c];
-        res[row + c] = r;
-        s += r;
-      }
-      part[t] = s;
-    });
-    const float m = team.reduce(part, hcomm::exec::sum{}) / static_cast<float>(C);
-    team.for_threads([&](int t) {
-      float s = 0.f;
-      for (int c = t; c < C; c += T) {
-        const float d = res[row + c] - m;
-        s += d * d;
-      }
-      part[t] = s;
-    });
-    const float var = team.reduce(part, hcomm::exec::sum{}) / static_cast<float>(C);
-    const float s = 1.f / std::sqrt(var + 1e-5f);
-    team.for_threads([&](int t) {
-      for (int c = t; c < C; c += T) out[row + c] = (res[row + c] - m) * s * w[c] + b[c];
-      if (t == 0) {
-        mean[team.league_rank()] = m;
-        rstd[team.league_rank()] = s;
-      }
-    });
+    layernorm_detail::row(
+        team,
+        [&](int t) {
+          float s = 0.f;
+          for (int c = t; c < C; c += T) {
+            const float r = a[row + c] + b_in[row + c];
+            res[row + c] = r;
+            s += r;
+          }
+          return s;
+        },
+        res, out, mean, rstd, w, b, C);
   }
 };
 
