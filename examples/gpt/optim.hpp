@@ -6,7 +6,6 @@
 //   gpt::adamw opt(model.params.size());
 //   opt.step(model, lr, step + 1);
 #pragma once
-#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <vector>
@@ -55,6 +54,7 @@ struct adamw {
     const float step_size = lr / bc1;
     const float bc2_sqrt = std::sqrt(bc2);
     float* p = master.empty() ? model.params.data() : master.data();
+    float* rounded = master.empty() ? nullptr : model.params.data();  // bf16: the model's copy
     const float* g = model.grads.data();
     for (const auto& tensor : model.tensors()) {
       const float decay = model.specs()[tensor.global].decay ? 1.f - lr * c.weight_decay : 1.f;
@@ -66,11 +66,8 @@ struct adamw {
         v[i] = b2 * v[i] + (1.f - b2) * g[i] * g[i];
         const float denom = std::sqrt(v[i]) / bc2_sqrt + c.eps;
         p[i] -= step_size * m[i] / denom;
+        if (rounded != nullptr) rounded[i] = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(p[i]));
       }
-    }
-    if (!master.empty()) {
-      std::copy(master.begin(), master.end(), model.params.begin());
-      k::round_bf16(model.params.data(), static_cast<k::idx>(model.params.size()));
     }
   }
 };
