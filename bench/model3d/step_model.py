@@ -8,6 +8,10 @@ checked against measurement.
 
 Every input is stated in ASSUMPTIONS below; nothing is fitted to the paper's result.
 
+With --sweep DIR it is checked against a measured sweep instead (bench/model/bench_sweep.sh:
+the 2x2x2 grid on emulated nodes, every scheme at several link rates, plus every scheme over
+shared memory without a link limit). See sweep_model() for that model.
+
 Model (per optimizer step, per GPU on the critical path):
   compute      = Megatron FLOPs (with activation recomputation) / achieved FLOP/s
   pipeline     = bubble (p-1)/m of the compute, plus per micro-batch the stage-boundary
@@ -156,6 +160,168 @@ def small_predictions(ranks_list, sizes_mib, bw_Gbps, host_codec_GBps, ratios):
     return rows
 
 
+# ---------------------------------------------------------------------------------------
+# The measured sweep (bench/model/bench_sweep.sh). Layout of DIR:
+#   DIR/round<k>/shm/<scheme>.jsonl     the scheme over shared memory, no link limit
+#   DIR/round<k>/<rate>/<scheme>.jsonl  the scheme on the emulated cluster at <rate>
+# (scheme names with ':', ',' and '+' replaced by '_'; train_gpt --metrics files).
+
+# Bytes a link carries per byte of TCP payload: with a 1500-byte MTU and TCP timestamps a
+# segment carries 1448 payload bytes in a 1514-byte frame (tc tbf on a veth counts the
+# Ethernet header), and the delayed ACKs of the traffic coming the other way (a 66-byte
+# frame per two segments) share the same direction of the link.
+TCP_FRAMING = 1514 / 1448 + 66 / (2 * 1448)
+
+
+def sweep_model(local_ms, node_bytes, rate_mbit):
+    """Predicted ms per step at rate_mbit: the step without a link limit (compute and codecs,
+    measured over shared memory) plus the time a node's link takes to carry the bytes that
+    node sends to other nodes per step, nothing of it hidden behind compute (an upper bound
+    where DP buckets overlap with backward)."""
+    return local_ms + node_bytes * 8 * TCP_FRAMING / (rate_mbit * 1e6) * 1e3
+
+
+def _mbit(rate):
+    import re
+    m = re.fullmatch(r"([0-9.]+)([kmg]?)bit", rate)
+    if not m:
+        raise SystemExit(f"step_model: rate folder '{rate}' is not a tc rate such as 20mbit")
+    return float(m.group(1)) * {"k": 1e-3, "m": 1.0, "g": 1e3, "": 1e-6}[m.group(2)]
+
+
+def _pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, round(p * (len(xs) - 1))))]
+
+
+def sweep_report(out, schemes, crossing, nodes, plot=True):
+    """Reads the sweep under `out`, writes out/sweep.md and out/sweep.png, prints the table."""
+    import glob
+    import os
+    import re
+    import statistics
+    rounds = sorted(glob.glob(os.path.join(out, "round*")))
+    if not rounds:
+        raise SystemExit(f"step_model: no round*/ folders under {out} (bench/model/bench_sweep.sh writes them)")
+    rates = sorted({os.path.basename(d) for r in rounds for d in glob.glob(os.path.join(r, "*"))
+                    if os.path.isdir(d) and os.path.basename(d) != "shm"}, key=_mbit)
+
+    def steps(where, s):  # the steady steps (3..) of every round, and each round's median
+        pooled, per_round, sent, val = [], [], [], []
+        for r in rounds:
+            f = os.path.join(r, where, re.sub(r"[:,+]", "_", s) + ".jsonl")
+            if not os.path.exists(f):
+                continue
+            rows = [json.loads(l) for l in open(f) if l.strip()]
+            ms = [row["ms"] for row in rows[2:]]
+            if not ms:
+                continue
+            pooled += ms
+            per_round.append(statistics.median(ms))
+            sent += [sum(row["comm"][a]["sent"] for a in crossing) for row in rows[2:]]
+            val += [row["val_loss"] for row in rows if "val_loss" in row][-1:]
+        if not pooled:
+            return None
+        return {"med": statistics.median(pooled), "lo": _pct(pooled, 0.1), "hi": _pct(pooled, 0.9),
+                "rounds": per_round, "node_bytes": statistics.median(sent) / nodes,
+                "val": val[-1] if val else float("nan")}
+
+    local = {s: steps("shm", s) for s in schemes}
+    meas = {(r, s): steps(r, s) for r in rates for s in schemes}
+    pred = {}
+    for (r, s), m in meas.items():
+        if m and local[s]:
+            pred[(r, s)] = sweep_model(local[s]["med"], m["node_bytes"], _mbit(r))
+    L = [f"{len(rounds)} round(s); median ms/step over the steady steps (3..) of all rounds, "
+         "10th-90th percentile, the range of the rounds' medians; the model's prediction and its error.", "",
+         "| scheme | no link limit | " + " | ".join(rates) + " |", "|---|---:|" + "---:|" * len(rates)]
+    errors = []
+    for s in schemes:
+        c = [f"{local[s]['med']:.0f}" if local[s] else "-"]
+        for r in rates:
+            m = meas[(r, s)]
+            if not m:
+                c.append("-")
+                continue
+            cell = f"{m['med']:.0f} ({m['lo']:.0f}-{m['hi']:.0f}; rounds {min(m['rounds']):.0f}-{max(m['rounds']):.0f})"
+            if (r, s) in pred:
+                e = pred[(r, s)] / m["med"] - 1
+                errors.append((abs(e), r, s))
+                cell += f", model {pred[(r, s)]:.0f} ({100 * e:+.0f}%)"
+            c.append(cell)
+        L.append(f"| {s} | " + " | ".join(c) + " |")
+    L += ["", "Tokens/s speed-up over none, measured (model):", "",
+          "| scheme | " + " | ".join(rates) + " |", "|---|" + "---:|" * len(rates)]
+    for s in schemes:
+        if s == "none":
+            continue
+        c = []
+        for r in rates:
+            m, b = meas[(r, s)], meas[(r, "none")]
+            if not m or not b:
+                c.append("-")
+                continue
+            sp = f"{b['med'] / m['med']:.2f}x"
+            if (r, s) in pred and (r, "none") in pred:
+                sp += f" ({pred[(r, 'none')] / pred[(r, s)]:.2f}x)"
+            c.append(sp)
+        L.append(f"| {s} | " + " | ".join(c) + " |")
+    if "none" in schemes and local["none"]:
+        L += ["", "Share of the uncompressed step in exposed communication (1 - no-limit step / step at the rate), "
+              "and the bytes each node link carries per step:", "",
+              "| | " + " | ".join(rates) + " |", "|---|" + "---:|" * len(rates)]
+        L.append("| exposed share | " + " | ".join(
+            f"{100 * (1 - local['none']['med'] / meas[(r, 'none')]['med']):.0f}%" if meas[(r, "none")] else "-"
+            for r in rates) + " |")
+        L.append("| MB per node link | " + " | ".join(
+            f"{meas[(r, 'none')]['node_bytes'] / 1e6:.3f}" if meas[(r, "none")] else "-" for r in rates) + " |")
+    if errors:
+        worst = max(errors)
+        within = sum(e <= 0.15 for e, _, _ in errors)
+        L += ["", f"Model error: {within} of {len(errors)} points within 15%; median |error| "
+              f"{100 * statistics.median(e for e, _, _ in errors):.0f}%, worst {100 * worst[0]:.0f}% "
+              f"({worst[2]} at {worst[1]})."]
+    L += ["", "| scheme | final val loss (last round) |", "|---|---:|"]
+    for s in schemes:
+        v = [meas[(r, s)]["val"] for r in rates if meas[(r, s)]]
+        L.append(f"| {s} | {v[-1]:.4f} |" if v else f"| {s} | - |")
+    text = "\n".join(L) + "\n"
+    open(os.path.join(out, "sweep.md"), "w").write(text)
+    print(text, end="")
+    if not plot:
+        return
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("step_model: matplotlib missing, no sweep.png")
+        return
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    for i, s in enumerate(x for x in schemes if x != "none"):
+        col = "C%d" % i
+        xs, ys, lo, hi, px, py = [], [], [], [], [], []
+        for r in rates:
+            m, b = meas[(r, s)], meas[(r, "none")]
+            if m and b:
+                xs.append(_mbit(r)); ys.append(b["med"] / m["med"])
+                lo.append(ys[-1] - b["med"] / m["hi"]); hi.append(b["med"] / m["lo"] - ys[-1])
+            if (r, s) in pred and (r, "none") in pred:
+                px.append(_mbit(r)); py.append(pred[(r, "none")] / pred[(r, s)])
+        ax.errorbar(xs, ys, yerr=[[max(0, v) for v in lo], [max(0, v) for v in hi]], marker="o", capsize=3,
+                    color=col, ls="none", label=s + " (measured)")
+        ax.plot(px, py, color=col, ls="--", lw=1)
+    ax.plot([], [], color="gray", ls="--", lw=1, label="step model")
+    ax.axhline(1.0, color="gray", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xlabel("inter-node link rate (Mbit/s)")
+    ax.set_ylabel("tokens/s speed-up over none")
+    ax.set_title("2x2x2 on 4 emulated nodes x 2 ranks (TP inside nodes)")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "sweep.png"), dpi=120)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--naive-rate", type=int, default=8)
@@ -166,7 +332,15 @@ def main():
     ap.add_argument("--host-zfp-gbps", type=float, default=1.0, help="measured host ZFP GB/s (bench/codec)")
     ap.add_argument("--host-mpc-gbps", type=float, default=2.0, help="measured host MPC GB/s (bench/codec)")
     ap.add_argument("--mpc-ratio", type=float, default=1.10, help="measured MPC ratio on the benchmark data")
+    ap.add_argument("--sweep", metavar="DIR", help="check the model against bench/model/bench_sweep.sh's DIR instead")
+    ap.add_argument("--schemes", default="none naive:8 mzhybrid:8 zhybrid:16,8 zhybrid:16,4+ef bf16 int8:256+ef",
+                    help="with --sweep: the schemes, none first")
+    ap.add_argument("--crossing", default="dp,pp", help="with --sweep: the axes that cross nodes")
+    ap.add_argument("--nodes", type=int, default=4, help="with --sweep: emulated nodes")
     args = ap.parse_args()
+    if args.sweep:
+        sweep_report(args.sweep, args.schemes.split(), args.crossing.split(","), args.nodes)
+        return
     zh = tuple(int(x) for x in args.zh_rates.split(","))
     rows = neox_table(args.naive_rate, args.mz_rate, zh)
     if args.json:
