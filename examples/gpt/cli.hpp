@@ -197,9 +197,9 @@ inline void add_options(CLI::App& app, cli& c) {
   int_opt(app, "--compress-min-bytes", r.compress_min_bytes, 0, 1LL << 40,
           "hcomm: smaller messages go uncompressed (default: hcomm's, 1 MiB)")
       ->default_str("")->group(G);
-  int_opt(app, "--idle-sleep-us", r.idle_sleep_us, -1, 1000000,
-          "hcomm: wait by testing and sleeping N us (0: MPI_Wait; -1: 100 when more ranks share the host than it "
-          "has CPUs, else 0)")->group(G);
+  int_opt(app, "--idle-sleep-us", r.idle_sleep_us, -2, 1000000,
+          "hcomm: wait by testing and sleeping N us (0: MPI_Wait; -2: test and yield the core; -1: -2 when more "
+          "ranks share the host than it has CPUs, else 0)")->group(G);
   app.add_option_function<std::string>(
          "--overlap", [&r](const std::string& v) { r.overlap = v == "on"; },
          "DP gradient buckets all-reduced on a communication thread as backward finishes them (needs "

@@ -231,14 +231,15 @@ class trainer {
   void to_wire(std::span<float> g) const {
     if (cfg_.bf16) k::round_bf16(g.data(), static_cast<k::idx>(g.size()));
   }
-  // One bucket's MPI_Iallreduce on the communication thread, tested until done with a short
-  // sleep between tests (a blocking wait would spin on a core the ranks' compute needs).
+  // One bucket's MPI_Iallreduce on the communication thread, tested until done, yielding the
+  // core between tests (a blocking wait would spin on a core the ranks' compute needs; a sleep
+  // would add its length to every message's latency).
   void native_bucket(std::span<float> g) {
     MPI_Request r = MPI_REQUEST_NULL;
     if (MPI_Iallreduce(MPI_IN_PLACE, g.data(), static_cast<int>(g.size()), MPI_FLOAT, MPI_SUM,
                        grid_.comm(hcomm::axis_id::dp), &r) != MPI_SUCCESS)
       hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
-    if (hcomm::mpi::wait(&r, MPI_STATUS_IGNORE, 50) != MPI_SUCCESS)
+    if (hcomm::mpi::wait(&r, MPI_STATUS_IGNORE, hcomm::mpi::yield_between_tests) != MPI_SUCCESS)
       hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
   }
   // Starts the DP reduction of the buckets not started yet whose gradients are all final

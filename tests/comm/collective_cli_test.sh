@@ -73,7 +73,7 @@ expect_usage --threshold --threshold 1x
 expect_usage --segment --segment 0
 expect_usage --segment --segment 2
 expect_usage --segment --segment 99999999999999999999
-expect_usage --idle-sleep-us --idle-sleep-us -2
+expect_usage --idle-sleep-us --idle-sleep-us -3
 expect_usage --idle-sleep-us --idle-sleep-us 1000001
 expect_usage --idle-sleep-us --idle-sleep-us x
 expect_usage --op --op foo

@@ -29,7 +29,7 @@ struct setting {
   std::string codec;
   bool native;  // uncompressed collectives through MPI's own
   std::size_t threshold;
-  int idle_sleep_us = -1;  // comm_options::idle_sleep_us: -1 auto, 0 MPI_Wait, N test-and-sleep
+  int idle_sleep_us = -1;  // comm_options::idle_sleep_us: -1 auto, 0 MPI_Wait, -2 test-and-yield, N test-and-sleep
 };
 
 // Error bound of one ZFP fixed-rate compression relative to the block's largest magnitude, as
@@ -55,9 +55,20 @@ void run(const setting& s, std::size_t n, std::vector<T>& ring_none_result) {
   const auto cfg = comm.config();
   const bool lossy = cfg.codec == hcomm::codec_id::zfp;
   const double rel = lossy ? zfp_rel_bound(cfg.param) : 0.0;
-  const std::string tag = s.codec + (s.native ? "/native" : "/ring") + (s.idle_sleep_us < 0 ? "" : s.idle_sleep_us ? "/sleep" : "/mpi_wait") +
+  const std::string tag = s.codec + (s.native ? "/native" : "/ring") + (s.idle_sleep_us == -1 ? "" : s.idle_sleep_us == -2 ? "/yield" : s.idle_sleep_us ? "/sleep" : "/mpi_wait") +
                           " n=" + std::to_string(n) +
                           (std::is_same_v<T, float> ? " f32" : " f64");
+  // How the context waits: -2 yields, N > 0 sleeps N us, 0 is MPI_Wait, and auto (-1) yields
+  // exactly when more ranks share this host than it has CPUs.
+  {
+    const int sharing = hcomm::mpi::ranks_sharing_this_host(MPI_COMM_WORLD);
+    const unsigned want = s.idle_sleep_us == -2 ? hcomm::mpi::yield_between_tests
+                          : s.idle_sleep_us >= 0 ? static_cast<unsigned>(s.idle_sleep_us)
+                          : sharing > hcomm::mpi::online_cpus() ? hcomm::mpi::yield_between_tests
+                                                                : 0u;
+    CHECK(comm.context().idle_sleep_us() == want, tag + " waits as asked (" + std::to_string(sharing) + " ranks on " +
+                                                      std::to_string(hcomm::mpi::online_cpus()) + " CPUs)");
+  }
 
   // --- allreduce ---
   std::vector<T> x(n);
@@ -275,7 +286,8 @@ int main(int argc, char** argv) {
       {"zfp:16", false, 0},
       {"zfp:8", false, 0},
       {"zfp:8", false, 0, 20},      // waits that test and sleep 20 us
-      {"mpc", false, 0, 0},         // MPI_Wait (the others: auto, i.e. sleeps where ranks share cores)
+      {"mpc", false, 0, 0},         // MPI_Wait (the others: auto, i.e. yields where ranks share cores)
+      {"zfp:8", false, 0, -2},      // waits that test and yield the core
   };
   // p * E + 1 (E = values per 4096-byte segment: 1024 float, 512 double; doubles run at the
   // second): chunk 0 has one segment more than the others, so a ring step sends and receives

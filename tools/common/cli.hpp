@@ -105,12 +105,15 @@ inline CLI::Validator whole_number(std::uint64_t lo, std::uint64_t hi) {
                         "in " + range);
 }
 
-// A whole number in lo..hi, or -1 (for "auto").
-inline CLI::Validator whole_number_or_minus_one(std::uint64_t lo, std::uint64_t hi) {
-  const std::string range = std::to_string(lo) + ".." + std::to_string(hi) + " or -1";
+// A whole number in lo..hi, or one of the negative numbers `specials` names (such as -1 for
+// "auto").
+inline CLI::Validator whole_number_or(std::uint64_t lo, std::uint64_t hi, std::vector<int> specials) {
+  std::string range = std::to_string(lo) + ".." + std::to_string(hi);
+  for (std::size_t i = 0; i < specials.size(); ++i) range += (i ? ", " : " or ") + std::to_string(specials[i]);
   return CLI::Validator(
       [=](std::string& s) -> std::string {
-        if (s == "-1") return {};
+        for (int v : specials)
+          if (s == std::to_string(v)) return {};
         return detail::check_number(s, false, lo, hi, range, 1, {});
       },
       "in " + range);

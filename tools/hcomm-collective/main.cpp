@@ -36,7 +36,7 @@
 // (max_error / largest reference magnitude), codec_seconds (slowest rank's encode+decode time
 // in the last iteration), identical (every rank holds the same bytes; null where ranks hold
 // different results), data (smooth, random or the --data files as given), threshold,
-// segment, idle_sleep_us and idle_wait_us (asked / resolved), validate (the per-collective
+// segment, idle_sleep_us and idle_wait_us (asked / resolved: -2 is yielding), validate (the per-collective
 // cross-rank check, on unless --no-validate), round (0-based, with --rounds N), threads and
 // threads_source (rank 0's host thread count, hcomm::exec::default_threads(), and why),
 // device (cpu or cuda), and with cuda: device_path (resident or staging) and transport
@@ -357,7 +357,8 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     j["threshold"] = a.threshold;
     j["segment"] = a.segment;
     j["idle_sleep_us"] = a.idle_sleep_us;
-    j["idle_wait_us"] = comm.context().idle_sleep_us();
+    const unsigned idle = comm.context().idle_sleep_us();
+    j["idle_wait_us"] = idle == hcomm::mpi::yield_between_tests ? hcomm::comm_options::idle_yield : static_cast<long long>(idle);
     j["validate"] = a.validate;
     j["round"] = round;
     j["threads"] = hcomm::exec::default_threads();
@@ -519,8 +520,9 @@ bool parse_args(int argc, char** argv, int rank, args& a) {
   app.add_flag("--no-checksum", no_checksum, "no payload checksum in the frames");
   app.add_flag("--no-validate", no_validate, "no per-collective cross-rank check");
   app.add_option("--idle-sleep-us", a.idle_sleep_us,
-                 "how ranks wait: 0 MPI_Wait, N test then sleep N us, -1 auto (default)")
-      ->transform(tools::whole_number_or_minus_one(0, 1000000));
+                 "how ranks wait: 0 MPI_Wait, N test then sleep N us, -2 test then yield the core, -1 auto "
+                 "(default: -2 when more ranks share the host than it has CPUs, else 0)")
+      ->transform(tools::whole_number_or(0, 1000000, {-1, -2}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -92,7 +92,8 @@ class basic_context {
     rank_ = Transport::rank(comm_.get());
     size_ = Transport::size(comm_.get());
     const int sharing = Transport::ranks_sharing_host_and_fit_threads(comm_.get());
-    if (opt_.idle_sleep_us < 0) idle_us_ = sharing > Transport::online_cpus() ? 100u : 0u;
+    if (opt_.idle_sleep_us == options::idle_yield) idle_us_ = mpi::yield_between_tests;
+    else if (opt_.idle_sleep_us < 0) idle_us_ = sharing > Transport::online_cpus() ? mpi::yield_between_tests : 0u;
     else idle_us_ = static_cast<unsigned>(opt_.idle_sleep_us);
   }
   // A communicator that may still receive messages nobody will match (an interrupted ring, a
@@ -111,7 +112,8 @@ class basic_context {
   int rank() const noexcept { return rank_; }
   int size() const noexcept { return size_; }
   const std::string& label() const noexcept { return label_; }
-  // Microseconds a waiting rank sleeps between tests (options::idle_sleep_us, auto resolved).
+  // What a waiting rank does between tests (options::idle_sleep_us, auto resolved): 0 MPI_Wait,
+  // mpi::yield_between_tests, else the microseconds it sleeps (mpi::pause_between_tests).
   unsigned idle_sleep_us() const noexcept { return idle_us_; }
   options& opts() noexcept { return opt_; }
   const options& opts() const noexcept { return opt_; }

@@ -28,14 +28,17 @@ struct options {
   // ring with raw frames (tests the ring machinery with the identity codec; slower).
   bool native_uncompressed = true;
   // How a rank waits for its messages (mpi::wait): 0 = MPI_Wait, polling without pause (best
-  // when every rank has a core of its own); N > 0 = test, then sleep N microseconds, for ranks
-  // that share cores (more ranks than cores); keep it below a segment's wire time (1 MiB at
-  // rate 8 over 1 Gbit/s: ~2 ms). -1 (idle_auto): 100 if more ranks run on this host
+  // when every rank has a core of its own); -2 (idle_yield) = test, then yield the core to any
+  // other runnable process, for ranks that share cores (more ranks than cores); N > 0 = test,
+  // then sleep N microseconds (each sleep adds up to N us to a message's latency: the many
+  // small messages of a training step add up, so keep N far below a message's wire time).
+  // -1 (idle_auto): idle_yield if more ranks run on this host
   // (mpi::ranks_sharing_this_host) than it has online CPUs, else 0; decided once, when the
   // context is created (later changes of this field do not count). MPI's own collectives
   // (uncompressed messages, below the threshold) and MPI_Bcast still wait the MPI way (busy
   // polling unless Open MPI knows the node is oversubscribed).
   static constexpr int idle_auto = -1;
+  static constexpr int idle_yield = -2;
   int idle_sleep_us = idle_auto;
   // Tests only: called on every frame a rank compresses, before it is sent (to corrupt it);
   // frames the ring's allgather forwards pass on as received.

@@ -348,10 +348,9 @@ struct lockstep {
   }
   // Waits for a group to finish, draining abandoned receives meanwhile.
   static void wait_ticket(state* c, const ticket_type& t, unsigned idle_us) {
-    const timespec pause{static_cast<time_t>(idle_us / 1000000), static_cast<long>(idle_us % 1000000) * 1000};
     while (!c->ep.test(t)) {
       drain(c);
-      if (idle_us) nanosleep(&pause, nullptr);
+      mpi::pause_between_tests(idle_us);
     }
   }
   // Receives the payloads of abandoned receives whose announcements came (non-blocking).
@@ -368,7 +367,6 @@ struct lockstep {
   // Completes a host message (sizes, announcements), keeping the backend's queues moving
   // meanwhile (a peer may be waiting for a payload this rank has queued).
   static void wait_host(state* c, MPI_Request* m, const char* what, unsigned idle_us) {
-    const timespec pause{static_cast<time_t>(idle_us / 1000000), static_cast<long>(idle_us % 1000000) * 1000};
     while (*m != MPI_REQUEST_NULL) {
       int done = 0;
       const int rc = MPI_Test(m, &done, MPI_STATUS_IGNORE);
@@ -376,7 +374,7 @@ struct lockstep {
       if (done) return;
       drain(c);
       c->ep.poll();
-      if (idle_us) nanosleep(&pause, nullptr);
+      mpi::pause_between_tests(idle_us);
     }
   }
   // Queues the payload receives of the requests posted for q's peer up to q, in posting order:

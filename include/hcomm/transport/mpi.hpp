@@ -9,6 +9,7 @@
 #pragma once
 #include <mpi.h>
 
+#include <sched.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,19 +115,33 @@ inline int count_of(std::size_t bytes, const char* what) {
   return static_cast<int>(bytes);
 }
 
-// Completes one request. sleep_us = 0: MPI_Wait, which polls the network without pause (the
-// lowest latency when every rank has a core of its own). sleep_us > 0: MPI_Test, sleeping that
-// long between tests, so that ranks sharing cores leave them to the ranks that are computing
-// (MPI makes progress only inside the tests, so sleeps much longer than a message's wire time
-// leave the link idle).
-inline int wait(MPI_Request* r, MPI_Status* st, unsigned sleep_us) {
-  if (sleep_us == 0) return MPI_Wait(r, st);
-  const timespec pause{static_cast<time_t>(sleep_us / 1000000), static_cast<long>(sleep_us % 1000000) * 1000};
+// How a waiting rank spends the time between two tests of its request (the resolved
+// comm_options::idle_sleep_us): 0 is MPI_Wait (no tests of ours); yield_between_tests gives the
+// core to any other runnable process (sched_yield) and tests again at once when there is none;
+// any other value sleeps that many microseconds.
+inline constexpr unsigned yield_between_tests = UINT_MAX;
+inline void pause_between_tests(unsigned idle_us) {
+  if (idle_us == yield_between_tests) {
+    sched_yield();
+  } else if (idle_us > 0) {
+    const timespec pause{static_cast<time_t>(idle_us / 1000000), static_cast<long>(idle_us % 1000000) * 1000};
+    nanosleep(&pause, nullptr);
+  }
+}
+
+// Completes one request. idle_us = 0: MPI_Wait, which polls the network without pause (the
+// lowest latency when every rank has a core of its own). Otherwise MPI_Test, with
+// pause_between_tests between tests: yielding, so that ranks sharing cores leave them to the
+// ranks that are computing, or sleeping (MPI makes progress only inside the tests, so sleeps
+// much longer than a message's wire time leave the link idle, and every sleep adds its length
+// to the latency of a small message).
+inline int wait(MPI_Request* r, MPI_Status* st, unsigned idle_us) {
+  if (idle_us == 0) return MPI_Wait(r, st);
   for (;;) {
     int done = 0;
     const int rc = MPI_Test(r, &done, st);
     if (rc != MPI_SUCCESS || done) return rc;
-    nanosleep(&pause, nullptr);
+    pause_between_tests(idle_us);
   }
 }
 
