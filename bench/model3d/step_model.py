@@ -10,7 +10,8 @@ Every input is stated in ASSUMPTIONS below; nothing is fitted to the paper's res
 
 With --sweep DIR it is checked against a measured sweep instead (bench/model/bench_sweep.sh:
 the 2x2x2 grid on emulated nodes, every scheme at several link rates, plus every scheme over
-shared memory without a link limit). See sweep_model() for that model.
+shared memory without a link limit). See sweep_model() for that model and calibrate_hops()
+for its two calibrated parameters.
 
 Model (per optimizer step, per GPU on the critical path):
   compute      = Megatron FLOPs (with activation recomputation) / achieved FLOP/s
@@ -173,12 +174,52 @@ def small_predictions(ranks_list, sizes_mib, bw_Gbps, host_codec_GBps, ratios):
 TCP_FRAMING = 1514 / 1448 + 66 / (2 * 1448)
 
 
-def sweep_model(local_ms, node_bytes, rate_mbit):
-    """Predicted ms per step at rate_mbit: the step without a link limit (compute and codecs,
-    measured over shared memory) plus the time a node's link takes to carry the bytes that
-    node sends to other nodes per step, nothing of it hidden behind compute (an upper bound
-    where DP buckets overlap with backward)."""
-    return local_ms + node_bytes * 8 * TCP_FRAMING / (rate_mbit * 1e6) * 1e3
+# The emulated links' token buckets (scripts/netns-mpirun.sh: tc tbf ... burst 256kb): a link
+# idle for a while sends up to this many bytes at once.
+TBF_BURST_BYTES = 256 * 1024
+# Bits of one full Ethernet frame: what each store-and-forward tbf on a message's path holds
+# back once per message (a message's last frame leaves a tbf one frame time after it arrived).
+FRAME_BITS = 1514 * 8
+
+
+def sweep_wire_ms(local_ms, node_bytes, rate_mbit):
+    """(ms, waiting share): the step without a link limit (compute and codecs, measured over
+    shared memory) plus the time a node's link takes to carry the bytes the node sends to
+    other nodes per step, less what the token bucket lets through at once (it refills while the
+    link idles during the step's compute: at most TBF_BURST_BYTES, at most the no-limit step's
+    worth of rate); and the share of those bytes that waited for tokens (0 when the burst
+    covers them all)."""
+    wire = node_bytes * 8 * TCP_FRAMING / (rate_mbit * 1e6) * 1e3
+    credit = min(TBF_BURST_BYTES * 8 / (rate_mbit * 1e6) * 1e3, local_ms)
+    return local_ms + max(0.0, wire - credit), (max(0.0, 1 - credit / wire) if wire > 0 else 0.0)
+
+
+def _hop_terms(local_ms, node_bytes, rate_mbit):
+    """(ms of sweep_wire_ms, ms per hop of frame delay): a hop's frame delay counts only for the
+    share of the traffic that waited for tokens (a tbf with tokens passes frames at once)."""
+    ms, waiting = sweep_wire_ms(local_ms, node_bytes, rate_mbit)
+    return ms, waiting * FRAME_BITS / (rate_mbit * 1e6) * 1e3
+
+
+def sweep_model(local_ms, node_bytes, rate_mbit, hops, hop_us):
+    """Predicted ms per step at rate_mbit: sweep_wire_ms plus the latency of the `hops`
+    messages that cross a link one after another on the step's critical path (pipeline
+    sends, the ring's steps, the small world-wide reductions): each waits one frame time at
+    the rate where the link is out of tokens, and hop_us of software latency (TCP, veth and the
+    bridge, the scheduler) always. hops and hop_us are the same for every scheme and rate:
+    calibrate_hops() takes them from the uncompressed runs at the lowest and the highest rate."""
+    ms, frame_ms = _hop_terms(local_ms, node_bytes, rate_mbit)
+    return ms + hops * (frame_ms + hop_us / 1e3)
+
+
+def calibrate_hops(local_ms, lo, hi):
+    """(hops, hop_us) such that sweep_model matches both (rate_mbit, node_bytes, measured ms)
+    points lo and hi exactly (two linear equations in hops and hops * hop_us)."""
+    (m1, f1), (m2, f2) = _hop_terms(local_ms, lo[1], lo[0]), _hop_terms(local_ms, hi[1], hi[0])
+    d1, d2 = lo[2] - m1, hi[2] - m2
+    hops = max(0.0, (d1 - d2) / (f1 - f2)) if f1 != f2 else 0.0
+    hop_us = max(0.0, (d2 - hops * f2) / hops * 1e3) if hops > 0 else 0.0
+    return hops, hop_us
 
 
 def _mbit(rate):
@@ -229,11 +270,23 @@ def sweep_report(out, schemes, crossing, nodes, plot=True):
     local = {s: steps("shm", s) for s in schemes}
     meas = {(r, s): steps(r, s) for r in rates for s in schemes}
     pred = {}
+    calib = set()
+    hops, hop_us = 0.0, 0.0
+    if len(rates) >= 2 and local.get("none") and meas[(rates[0], "none")] and meas[(rates[-1], "none")]:
+        calib = {(rates[0], "none"), (rates[-1], "none")}
+        pts = [(_mbit(r), meas[(r, "none")]["node_bytes"], meas[(r, "none")]["med"]) for r in (rates[0], rates[-1])]
+        hops, hop_us = calibrate_hops(local["none"]["med"], *pts)
     for (r, s), m in meas.items():
         if m and local[s]:
-            pred[(r, s)] = sweep_model(local[s]["med"], m["node_bytes"], _mbit(r))
+            pred[(r, s)] = sweep_model(local[s]["med"], m["node_bytes"], _mbit(r), hops, hop_us)
     L = [f"{len(rounds)} round(s); median ms/step over the steady steps (3..) of all rounds, "
          "10th-90th percentile, the range of the rounds' medians; the model's prediction and its error.", "",
+         "The model (bench/model3d/step_model.py sweep_model): the no-link-limit step, plus each node's bytes "
+         f"at the link rate with TCP framing less the token bucket's burst ({TBF_BURST_BYTES // 1024} KiB, refilled "
+         f"during compute), plus {hops:.1f} message hops per step on the critical path, each one frame time at the "
+         f"rate (for the share of the bytes that waited for tokens) plus {hop_us:.0f} us"
+         + (f", these two calibrated on none at {rates[0]} and {rates[-1]} (marked *, left out of the error count)."
+            if calib else " (no calibration: needs none at two rates or more)."), "",
          "| scheme | no link limit | " + " | ".join(rates) + " |", "|---|---:|" + "---:|" * len(rates)]
     errors = []
     for s in schemes:
@@ -246,8 +299,11 @@ def sweep_report(out, schemes, crossing, nodes, plot=True):
             cell = f"{m['med']:.0f} ({m['lo']:.0f}-{m['hi']:.0f}; rounds {min(m['rounds']):.0f}-{max(m['rounds']):.0f})"
             if (r, s) in pred:
                 e = pred[(r, s)] / m["med"] - 1
-                errors.append((abs(e), r, s))
-                cell += f", model {pred[(r, s)]:.0f} ({100 * e:+.0f}%)"
+                if (r, s) in calib:
+                    cell += f", model {pred[(r, s)]:.0f}*"
+                else:
+                    errors.append((abs(e), r, s))
+                    cell += f", model {pred[(r, s)]:.0f} ({100 * e:+.0f}%)"
             c.append(cell)
         L.append(f"| {s} | " + " | ".join(c) + " |")
     L += ["", "Tokens/s speed-up over none, measured (model):", "",
@@ -278,7 +334,7 @@ def sweep_report(out, schemes, crossing, nodes, plot=True):
     if errors:
         worst = max(errors)
         within = sum(e <= 0.15 for e, _, _ in errors)
-        L += ["", f"Model error: {within} of {len(errors)} points within 15%; median |error| "
+        L += ["", f"Model error: {within} of {len(errors)} predicted points within 15%; median |error| "
               f"{100 * statistics.median(e for e, _, _ in errors):.0f}%, worst {100 * worst[0]:.0f}% "
               f"({worst[2]} at {worst[1]})."]
     L += ["", "| scheme | final val loss (last round) |", "|---|---:|"]
