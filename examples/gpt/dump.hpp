@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "collective.hpp"
+#include "exact_exchange.hpp"
 #include "hcomm/core/error.hpp"
 #include "hcomm/topology/grid.hpp"
 
@@ -66,6 +67,9 @@ class tp_tap {
     tp_.allreduce(x);
   }
   void allgather(std::span<const float> in, std::span<float> out) { tp_.allgather(in, out); }
+  // The cross-entropy's statistics (model.hpp exact_allreduce): not recorded, not compressed.
+  void allreduce_exact(std::span<float> x) { exact_allreduce(tp_, x); }
+  void allgather_exact(std::span<const float> in, std::span<float> out) { exact_allgather(tp_, in, out); }
 
  private:
   Tp& tp_;

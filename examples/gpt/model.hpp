@@ -1,7 +1,9 @@
 // examples/gpt/model.hpp: one pipeline stage of a GPT-2 / GPT-NeoX / BERT model, sharded for
-// tensor parallelism as in Megatron-LM, fp32 on the CPU.
+// tensor parallelism as in Megatron-LM, fp32, its layers run by a backend (ops_cpu.hpp: the
+// CPU's sgemm and loops; ops_portable.hpp: kernels of the execution model on an executor).
 //
 //   gpt::stage_model m(cfg, {.pp = 1, .pp_rank = 0, .tp = 1, .tp_rank = 0}, micro, n_micro);
+//   gpt::basic_stage_model<gpt::portable_ops<hcomm::exec::host_check>> p(cfg, place, micro, n_micro);
 //   m.init_params();                       // same values on every grid (global tensors, then shards)
 //   double loss_sum = m.forward(0, tokens, targets, tp, 1.f / (B * T));  // last stage: sum of token losses
 //   m.backward(0, tokens, tp);             // gradients accumulate into m.grads
@@ -22,11 +24,13 @@
 #include <numbers>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config.hpp"
-#include "hcomm/exec/threads.hpp"
+#include "exact_exchange.hpp"
 #include "kernels.hpp"
+#include "ops_cpu.hpp"
 #include "params.hpp"
 
 namespace gpt {
@@ -52,8 +56,10 @@ struct block_ops {
                                   int S, int T, int nh, int hd) = 0;
 };
 
-class stage_model {
+template <class Ops = cpu_ops>
+class basic_stage_model {
  public:
+  using ops_type = Ops;
   struct layer_p {  // parameter (or gradient) pointers of one block, local shards
     float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b, *ln2_w, *ln2_b, *fc_w, *fc_b, *fcp_w, *fcp_b;
   };
@@ -67,8 +73,8 @@ class stage_model {
     float *sum, *mean, *rstd;
   };
 
-  stage_model(const config& c, stage_place place, int micro, int n_micro)
-      : cfg_(c), place_(place), S_(micro), M_(n_micro) {
+  basic_stage_model(const config& c, stage_place place, int micro, int n_micro, Ops ops = {})
+      : cfg_(c), place_(place), S_(micro), M_(n_micro), be_(std::move(ops)) {
     specs_ = global_specs(c);
     first_ = place.pp_rank == 0;
     last_ = place.pp_rank == place.pp - 1;
@@ -151,7 +157,7 @@ class stage_model {
     for (const auto& t : tensors_)
       extract_shard(specs_[t.global], global[t.global].data(), place_.tp, place_.tp_rank, params.data() + t.offset);
   }
-  void zero_grads() { std::fill(grads.begin(), grads.end(), 0.f); }
+  void zero_grads() { be_.fill(grads.data(), static_cast<std::int64_t>(grads.size()), 0.f); }
   void set_block_ops(block_ops* ops) { ops_ = ops; }
 
   // Sum of squared gradients this rank contributes to the global norm: TP-replicated tensors
@@ -190,8 +196,8 @@ class stage_model {
       mlm_head_forward(ha, x);
       return cross_entropy(targets, tp, loss_scale, want_grad);
     }
-    k::layernorm_forward(ha.lnf, ha.meanf, ha.rstdf, x, p_lnf_w(), p_lnf_b(), N_, C_);
-    k::matmul_forward(logits_.data(), ha.lnf, p_lm(), nullptr, N_, C_, Vl_);  // [N, V/tp]
+    be_.layernorm_forward(ha.lnf, ha.meanf, ha.rstdf, x, p_lnf_w(), p_lnf_b(), N_, C_);
+    be_.matmul_forward(logits_.data(), ha.lnf, p_lm(), nullptr, N_, C_, Vl_);  // [N, V/tp]
     return cross_entropy(targets, tp, loss_scale, want_grad);
   }
   // Last stage: how many predicted positions of the last forward() had their target as the
@@ -221,11 +227,11 @@ class stage_model {
       head_a ha = head_of(mb);
       // logits_ now holds d loss / d logits [N, V/tp]; the lm head is column-parallel over
       // the vocabulary, so the input gradient is a partial sum over TP ranks.
-      std::fill(dln_a_.begin(), dln_a_.end(), 0.f);
-      k::matmul_backward(dln_a_.data(), g_lm(), nullptr, logits_.data(), ha.lnf, p_lm(), N_, C_, Vl_, false);
+      be_.fill(dln_a_.data(), static_cast<std::int64_t>(dln_a_.size()), 0.f);
+      be_.matmul_backward(dln_a_.data(), g_lm(), nullptr, logits_.data(), ha.lnf, p_lm(), N_, C_, Vl_, false);
       tp.allreduce(std::span<float>(dln_a_));
-      std::fill(dres_.begin(), dres_.end(), 0.f);
-      k::layernorm_backward(dres_.data(), g_lnf_w(), g_lnf_b(), dln_a_.data(), acts_of(mb, l1_ - 1).out, p_lnf_w(),
+      be_.fill(dres_.data(), static_cast<std::int64_t>(dres_.size()), 0.f);
+      be_.layernorm_backward(dres_.data(), g_lnf_w(), g_lnf_b(), dln_a_.data(), acts_of(mb, l1_ - 1).out, p_lnf_w(),
                             ha.meanf, ha.rstdf, N_, C_);
     }
     auto announce = [&](int tensor) {
@@ -265,7 +271,7 @@ class stage_model {
   // --precision bf16: an activation [N, C] (a block's output, or the gradient flowing into one)
   // is stored as its bfloat16 rounding, as it would be sent over PP.
   void to_storage(float* x) const {
-    if (cfg_.bf16) k::round_bf16(x, N_ * C_);
+    if (cfg_.bf16) be_.round_bf16(x, N_ * C_);
   }
 
   int local_layer_tensor(int l) const { return (first_ ? embed_tensor_count(cfg_) : 0) + (l - l0_) * params_per_layer; }
@@ -338,49 +344,24 @@ class stage_model {
   template <class Tp>
   void embed_forward(int mb, float* out, const int* tokens, Tp& tp) {
     const std::int64_t v0 = static_cast<std::int64_t>(place_.tp_rank) * Vl_;
-    const float* wte = p_wte();
     const embed_a e = embed_of(mb);
     float* x = cfg_.bert_post_ln() ? e.sum : out;
-#pragma omp parallel for if (N_ * C_ > k::par_min) num_threads(hcomm::exec::default_threads())
-    for (std::int64_t n = 0; n < N_; ++n) {
-      const std::int64_t v = tokens[n] - v0;
-      float* xn = x + n * C_;
-      if (v >= 0 && v < Vl_)
-        for (std::int64_t c = 0; c < C_; ++c) xn[c] = wte[v * C_ + c];
-      else
-        for (std::int64_t c = 0; c < C_; ++c) xn[c] = 0.f;
-    }
+    be_.embed_tokens(x, tokens, p_wte(), N_, C_, v0, Vl_);
     tp.allreduce(std::span<float>(x, static_cast<std::size_t>(N_ * C_)));
-    if (cfg_.arch != arch_kind::neox) {
-      const float* wpe = p_wpe();
-#pragma omp parallel for if (N_ * C_ > k::par_min) num_threads(hcomm::exec::default_threads())
-      for (std::int64_t n = 0; n < N_; ++n)
-        for (std::int64_t c = 0; c < C_; ++c) x[n * C_ + c] += wpe[(n % T_) * C_ + c];
-    }
-    if (cfg_.bert_post_ln()) k::layernorm_forward(out, e.mean, e.rstd, e.sum, p_at(2), p_at(3), N_, C_);
+    if (cfg_.arch != arch_kind::neox) be_.add_positions(x, p_wpe(), N_, T_, C_);
+    if (cfg_.bert_post_ln()) be_.layernorm_forward(out, e.mean, e.rstd, e.sum, p_at(2), p_at(3), N_, C_);
   }
   void embed_backward(int mb, const int* tokens) {
     const std::int64_t v0 = static_cast<std::int64_t>(place_.tp_rank) * Vl_;
-    float* dwte = g_wte();
     const float* d = dres_.data();
     if (cfg_.bert_post_ln()) {  // d sum = emb_ln'(d x)
       const embed_a e = embed_of(mb);
-      std::fill(dln_a_.begin(), dln_a_.end(), 0.f);
-      k::layernorm_backward(dln_a_.data(), g_at(2), g_at(3), dres_.data(), e.sum, p_at(2), e.mean, e.rstd, N_, C_);
+      be_.fill(dln_a_.data(), N_ * C_, 0.f);
+      be_.layernorm_backward(dln_a_.data(), g_at(2), g_at(3), dres_.data(), e.sum, p_at(2), e.mean, e.rstd, N_, C_);
       d = dln_a_.data();
     }
-    // Serial over rows: several rows may hit the same token (a parallel loop would race).
-    for (std::int64_t n = 0; n < N_; ++n) {
-      const std::int64_t v = tokens[n] - v0;
-      if (v >= 0 && v < Vl_)
-        for (std::int64_t c = 0; c < C_; ++c) dwte[v * C_ + c] += d[n * C_ + c];
-    }
-    if (cfg_.arch != arch_kind::neox) {
-      float* dwpe = g_wpe();
-#pragma omp parallel for if (N_ * C_ > k::par_min) num_threads(hcomm::exec::default_threads())
-      for (std::int64_t c = 0; c < C_; ++c)
-        for (std::int64_t n = 0; n < N_; ++n) dwpe[(n % T_) * C_ + c] += d[n * C_ + c];
-    }
+    be_.embed_tokens_backward(g_wte(), d, tokens, N_, C_, v0, Vl_);
+    if (cfg_.arch != arch_kind::neox) be_.add_positions_backward(g_wpe(), d, N_, T_, C_);
   }
 
   // The block's linear layers: through the hook when it takes them (sparse weights), else
@@ -388,18 +369,18 @@ class stage_model {
   void lin_forward(int l, int which, float* out, const float* x, const float* W, const float* b, std::int64_t N,
                    std::int64_t K, std::int64_t O) {
     if (ops_ && ops_->linear_forward(l, which, out, x, N)) {
-      if (b) k::add_bias_rows(out, b, N, O);
+      if (b) be_.add_bias_rows(out, b, N, O);
       return;
     }
-    k::matmul_forward(out, x, W, b, N, K, O);
+    be_.matmul_forward(out, x, W, b, N, K, O);
   }
   void lin_backward(int l, int which, float* dx, float* dW, float* db, const float* dout, const float* x, const float* W,
                     std::int64_t N, std::int64_t K, std::int64_t O) {
     if (ops_ && ops_->linear_backward(l, which, dx, dout, x, N, false)) {
-      if (db) k::column_sums_add(db, dout, N, O);
+      if (db) be_.column_sums_add(db, dout, N, O);
       return;
     }
-    k::matmul_backward(dx, dW, db, dout, x, W, N, K, O, false);
+    be_.matmul_backward(dx, dW, db, dout, x, W, N, K, O, false);
   }
 
   template <class Tp>
@@ -408,30 +389,30 @@ class stage_model {
     const layer_p p = layer_params(l, params.data());
     const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
     // attention branch: ln1 -> qkv (column-parallel) -> rotary -> attention -> proj (row-parallel)
-    k::layernorm_forward(a.ln1, a.mean1, a.rstd1, x, p.ln1_w, p.ln1_b, N, C);      // [N,C]
+    be_.layernorm_forward(a.ln1, a.mean1, a.rstd1, x, p.ln1_w, p.ln1_b, N, C);      // [N,C]
     lin_forward(l, 0, a.qkv, a.ln1, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                // [N,3C/tp]
-    k::rotary_apply(a.qkv, cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, false);
+    be_.rotary_apply(a.qkv, cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, false);
     if (!ops_ || !ops_->attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_))
-      k::attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_, causal_);         // [N,C/tp]
+      be_.attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_, causal_);         // [N,C/tp]
     float* attn_out = a.out;  // borrow the output buffer for the attention branch [N,C]
     lin_forward(l, 1, attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);               // partial [N,C]
     tp.allreduce(std::span<float>(attn_out, static_cast<std::size_t>(N * C)));
-    k::add_bias_rows(attn_out, p.proj_b, N, C);
+    be_.add_bias_rows(attn_out, p.proj_b, N, C);
     // gpt2, pre-LN bert: r1 = x + attn; mlp reads ln2(r1). neox (parallel residual): mlp reads ln2(x).
     const float* mlp_in = x;
     if (cfg_.arch != arch_kind::neox) {
-      k::residual_forward(a.r1, x, attn_out, N * C);
+      be_.residual_forward(a.r1, x, attn_out, N * C);
       mlp_in = a.r1;
     } else {
-      k::residual_forward(a.r1, x, attn_out, N * C);  // x + attn, the mlp output is added below
+      be_.residual_forward(a.r1, x, attn_out, N * C);  // x + attn, the mlp output is added below
     }
-    k::layernorm_forward(a.ln2, a.mean2, a.rstd2, mlp_in, p.ln2_w, p.ln2_b, N, C);  // [N,C]
+    be_.layernorm_forward(a.ln2, a.mean2, a.rstd2, mlp_in, p.ln2_w, p.ln2_b, N, C);  // [N,C]
     lin_forward(l, 2, a.h, a.ln2, p.fc_w, p.fc_b, N, C, H);                         // [N,4C/tp]
-    k::gelu_forward(a.g, a.h, N * H);
+    be_.gelu_forward(a.g, a.h, N * H);
     lin_forward(l, 3, a.out, a.g, p.fcp_w, nullptr, N, H, C);                       // partial [N,C]
     tp.allreduce(std::span<float>(a.out, static_cast<std::size_t>(N * C)));
-    k::add_bias_rows(a.out, p.fcp_b, N, C);
-    k::add_inplace(a.out, a.r1, N * C);  // out = r1 + mlp  (gpt2: x+attn+mlp sequentially; neox: in parallel)
+    be_.add_bias_rows(a.out, p.fcp_b, N, C);
+    be_.add_inplace(a.out, a.r1, N * C);  // out = r1 + mlp  (gpt2: x+attn+mlp sequentially; neox: in parallel)
   }
 
   // dres_ holds d loss / d out on entry and d loss / d x on exit.
@@ -449,22 +430,22 @@ class stage_model {
     // mlp branch: d out -> fcp (row-parallel: local input grad, no comm) -> gelu -> fc
     // (column-parallel: the input gradient is a partial sum -> allreduce)
     lin_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, d, a.g, p.fcp_w, N, H, C);  // d g [N,4C/tp]
-    k::gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);                              // d h
+    be_.gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);                              // d h
     lin_backward(l, 2, dln_b_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln2, p.fc_w, N, C, H);
     tp.allreduce(std::span<float>(dln_b_));                                                 // d ln2 [N,C]
     if (gpt2) {
       // d r1 = d out + ln2'(d ln2); the attention branch then sees d r1
-      k::layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), mlp_in, p.ln2_w, a.mean2, a.rstd2, N, C);
+      be_.layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), mlp_in, p.ln2_w, a.mean2, a.rstd2, N, C);
     }
     // attention branch with d attn = d (gpt2: d r1, neox: d out)
     lin_backward(l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);  // [N,C/tp]
     if (!ops_ || !ops_->attention_backward(dqkv_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_))
-      k::attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, S_, T_, nh_, hd_, causal_);
-    k::rotary_apply(dqkv_.data(), cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, true);
+      be_.attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_, causal_);
+    be_.rotary_apply(dqkv_.data(), cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, true);
     lin_backward(l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), a.ln1, p.qkv_w, N, C, 3 * Cl);
     tp.allreduce(std::span<float>(dln_a_));                                                 // d ln1 [N,C]
-    if (!gpt2) k::layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), x, p.ln2_w, a.mean2, a.rstd2, N, C);
-    k::layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), x, p.ln1_w, a.mean1, a.rstd1, N, C);  // d x
+    if (!gpt2) be_.layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), x, p.ln2_w, a.mean2, a.rstd2, N, C);
+    be_.layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), x, p.ln1_w, a.mean1, a.rstd1, N, C);  // d x
   }
 
   // BERT's post-LN block: r1 = x + attn(x), y1 = ln1(r1), r2 = y1 + mlp(y1), out = ln2(r2).
@@ -475,20 +456,20 @@ class stage_model {
     const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
     lin_forward(l, 0, a.qkv, x, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                   // [N,3C/tp]
     if (!ops_ || !ops_->attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_))
-      k::attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_, causal_);        // [N,C/tp]
+      be_.attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_, causal_);        // [N,C/tp]
     float* attn_out = a.out;  // borrowed until ln2 writes the block's output
     lin_forward(l, 1, attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);              // partial [N,C]
     tp.allreduce(std::span<float>(attn_out, static_cast<std::size_t>(N * C)));
-    k::add_bias_rows(attn_out, p.proj_b, N, C);
-    k::residual_forward(a.r1, x, attn_out, N * C);
-    k::layernorm_forward(a.ln1, a.mean1, a.rstd1, a.r1, p.ln1_w, p.ln1_b, N, C);  // y1 [N,C]
+    be_.add_bias_rows(attn_out, p.proj_b, N, C);
+    be_.residual_forward(a.r1, x, attn_out, N * C);
+    be_.layernorm_forward(a.ln1, a.mean1, a.rstd1, a.r1, p.ln1_w, p.ln1_b, N, C);  // y1 [N,C]
     lin_forward(l, 2, a.h, a.ln1, p.fc_w, p.fc_b, N, C, H);                        // [N,4C/tp]
-    k::gelu_forward(a.g, a.h, N * H);
+    be_.gelu_forward(a.g, a.h, N * H);
     lin_forward(l, 3, a.ln2, a.g, p.fcp_w, nullptr, N, H, C);                      // partial [N,C]
     tp.allreduce(std::span<float>(a.ln2, static_cast<std::size_t>(N * C)));
-    k::add_bias_rows(a.ln2, p.fcp_b, N, C);
-    k::add_inplace(a.ln2, a.ln1, N * C);                                           // r2 = y1 + mlp
-    k::layernorm_forward(a.out, a.mean2, a.rstd2, a.ln2, p.ln2_w, p.ln2_b, N, C);
+    be_.add_bias_rows(a.ln2, p.fcp_b, N, C);
+    be_.add_inplace(a.ln2, a.ln1, N * C);                                           // r2 = y1 + mlp
+    be_.layernorm_forward(a.out, a.mean2, a.rstd2, a.ln2, p.ln2_w, p.ln2_b, N, C);
   }
   // dres_ holds d loss / d out on entry and d loss / d x on exit.
   template <class Tp>
@@ -499,21 +480,21 @@ class stage_model {
     const layer_p g = layer_params(l, grads.data());
     const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
     float* d = dres_.data();
-    std::fill(dln_b_.begin(), dln_b_.end(), 0.f);
-    k::layernorm_backward(dln_b_.data(), g.ln2_w, g.ln2_b, d, a.ln2, p.ln2_w, a.mean2, a.rstd2, N, C);  // d r2
+    be_.fill(dln_b_.data(), static_cast<std::int64_t>(dln_b_.size()), 0.f);
+    be_.layernorm_backward(dln_b_.data(), g.ln2_w, g.ln2_b, d, a.ln2, p.ln2_w, a.mean2, a.rstd2, N, C);  // d r2
     lin_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, dln_b_.data(), a.g, p.fcp_w, N, H, C);
-    k::gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);
+    be_.gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);
     lin_backward(l, 2, dln_a_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln1, p.fc_w, N, C, H);
     tp.allreduce(std::span<float>(dln_a_));
-    k::add_inplace(dln_a_.data(), dln_b_.data(), N * C);                                                  // d y1
-    std::fill(dres_.begin(), dres_.end(), 0.f);
-    k::layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), a.r1, p.ln1_w, a.mean1, a.rstd1, N, C);  // d r1
+    be_.add_inplace(dln_a_.data(), dln_b_.data(), N * C);                                                  // d y1
+    be_.fill(dres_.data(), static_cast<std::int64_t>(dres_.size()), 0.f);
+    be_.layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), a.r1, p.ln1_w, a.mean1, a.rstd1, N, C);  // d r1
     lin_backward(l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);
     if (!ops_ || !ops_->attention_backward(dqkv_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_))
-      k::attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, S_, T_, nh_, hd_, causal_);
+      be_.attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_, causal_);
     lin_backward(l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), x, p.qkv_w, N, C, 3 * Cl);
     tp.allreduce(std::span<float>(dln_a_));
-    k::add_inplace(d, dln_a_.data(), N * C);                                                              // d x
+    be_.add_inplace(d, dln_a_.data(), N * C);                                                              // d x
   }
 
   // BERT's MLM head, on every position (the loss keeps the masked ones):
@@ -522,31 +503,31 @@ class stage_model {
   void mlm_head_forward(const head_a& h, const float* x) {
     const int m = mlm_tensor();
     if (!cfg_.post_ln) {
-      k::layernorm_forward(h.lnf, h.meanf, h.rstdf, x, p_lnf_w(), p_lnf_b(), N_, C_);
+      be_.layernorm_forward(h.lnf, h.meanf, h.rstdf, x, p_lnf_w(), p_lnf_b(), N_, C_);
       x = h.lnf;
     }
-    k::matmul_forward(h.mh, x, p_at(m), p_at(m + 1), N_, C_, C_);
-    k::gelu_forward(h.mg, h.mh, N_ * C_);
-    k::layernorm_forward(h.mln, h.meanm, h.rstdm, h.mg, p_at(m + 2), p_at(m + 3), N_, C_);
-    k::matmul_forward(logits_.data(), h.mln, p_lm(), p_at(m + 4), N_, C_, Vl_);
+    be_.matmul_forward(h.mh, x, p_at(m), p_at(m + 1), N_, C_, C_);
+    be_.gelu_forward(h.mg, h.mh, N_ * C_);
+    be_.layernorm_forward(h.mln, h.meanm, h.rstdm, h.mg, p_at(m + 2), p_at(m + 3), N_, C_);
+    be_.matmul_forward(logits_.data(), h.mln, p_lm(), p_at(m + 4), N_, C_, Vl_);
   }
   // logits_ holds d loss / d logits; leaves d loss / d x in dres_.
   template <class Tp>
   void mlm_head_backward(const head_a& h, const float* x, Tp& tp) {
     const int m = mlm_tensor();
-    k::matmul_backward(dln_a_.data(), g_lm(), g_at(m + 4), logits_.data(), h.mln, p_lm(), N_, C_, Vl_, false);
+    be_.matmul_backward(dln_a_.data(), g_lm(), g_at(m + 4), logits_.data(), h.mln, p_lm(), N_, C_, Vl_, false);
     tp.allreduce(std::span<float>(dln_a_));  // partial sums over the vocabulary shards
-    std::fill(dln_b_.begin(), dln_b_.end(), 0.f);
-    k::layernorm_backward(dln_b_.data(), g_at(m + 2), g_at(m + 3), dln_a_.data(), h.mg, p_at(m + 2), h.meanm, h.rstdm,
+    be_.fill(dln_b_.data(), static_cast<std::int64_t>(dln_b_.size()), 0.f);
+    be_.layernorm_backward(dln_b_.data(), g_at(m + 2), g_at(m + 3), dln_a_.data(), h.mg, p_at(m + 2), h.meanm, h.rstdm,
                           N_, C_);
-    k::gelu_backward(dln_b_.data(), h.mh, dln_b_.data(), N_ * C_);
+    be_.gelu_backward(dln_b_.data(), h.mh, dln_b_.data(), N_ * C_);
     if (cfg_.post_ln) {
-      k::matmul_backward(dres_.data(), g_at(m), g_at(m + 1), dln_b_.data(), x, p_at(m), N_, C_, C_, false);
+      be_.matmul_backward(dres_.data(), g_at(m), g_at(m + 1), dln_b_.data(), x, p_at(m), N_, C_, C_, false);
       return;
     }
-    k::matmul_backward(dln_a_.data(), g_at(m), g_at(m + 1), dln_b_.data(), h.lnf, p_at(m), N_, C_, C_, false);
-    std::fill(dres_.begin(), dres_.end(), 0.f);
-    k::layernorm_backward(dres_.data(), g_lnf_w(), g_lnf_b(), dln_a_.data(), x, p_lnf_w(), h.meanf, h.rstdf, N_, C_);
+    be_.matmul_backward(dln_a_.data(), g_at(m), g_at(m + 1), dln_b_.data(), h.lnf, p_at(m), N_, C_, C_, false);
+    be_.fill(dres_.data(), static_cast<std::int64_t>(dres_.size()), 0.f);
+    be_.layernorm_backward(dres_.data(), g_lnf_w(), g_lnf_b(), dln_a_.data(), x, p_lnf_w(), h.meanf, h.rstdf, N_, C_);
   }
 
   // Vocab-parallel cross-entropy over logits_[N, V/tp]: the global row max comes from an
@@ -556,34 +537,17 @@ class stage_model {
   double cross_entropy(const int* targets, Tp& tp, float loss_scale, bool want_grad) {
     const std::int64_t N = N_, V = Vl_, v0 = static_cast<std::int64_t>(place_.tp_rank) * Vl_;
     float* z = logits_.data();
-#pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
-    for (std::int64_t n = 0; n < N; ++n) {
-      float m = z[n * V];
-      for (std::int64_t v = 1; v < V; ++v) m = z[n * V + v] > m ? z[n * V + v] : m;
-      ce_max_[n] = m;
-    }
+    be_.ce_row_max(ce_max_.data(), z, N, V);
     if (place_.tp > 1) {
-      tp.allgather(std::span<const float>(ce_max_), std::span<float>(ce_gather_));
+      exact_allgather(tp, std::span<const float>(ce_max_), std::span<float>(ce_gather_));
       for (std::int64_t n = 0; n < N; ++n) {
         float m = ce_gather_[n];
         for (int r = 1; r < place_.tp; ++r) m = ce_gather_[r * N + n] > m ? ce_gather_[r * N + n] : m;
         ce_max_[n] = m;
       }
     }
-#pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
-    for (std::int64_t n = 0; n < N; ++n) {
-      if (targets[n] < 0) {  // not predicted (BERT's unmasked positions): no loss, no gradient
-        ce_sums_[n] = 1.f;
-        ce_sums_[N + n] = 0.f;
-        continue;
-      }
-      float s = 0.f;
-      for (std::int64_t v = 0; v < V; ++v) s += std::exp(z[n * V + v] - ce_max_[n]);
-      const std::int64_t t = targets[n] - v0;
-      ce_sums_[n] = s;
-      ce_sums_[N + n] = (t >= 0 && t < V) ? z[n * V + t] : 0.f;
-    }
-    tp.allreduce(std::span<float>(ce_sums_));
+    be_.ce_sums(ce_sums_.data(), z, ce_max_.data(), targets, N, V, v0);
+    exact_allreduce(tp, std::span<float>(ce_sums_));
     double loss = 0.0;
     correct_ = 0;
     for (std::int64_t n = 0; n < N; ++n)
@@ -591,21 +555,7 @@ class stage_model {
         loss += static_cast<double>(std::log(ce_sums_[n]) + ce_max_[n] - ce_sums_[N + n]);
         correct_ += ce_sums_[N + n] >= ce_max_[n];  // the target's logit is the global maximum
       }
-    if (want_grad) {
-#pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
-      for (std::int64_t n = 0; n < N; ++n) {
-        if (targets[n] < 0) {
-          std::fill(z + n * V, z + (n + 1) * V, 0.f);
-          continue;
-        }
-        const float inv = 1.f / ce_sums_[n];
-        const std::int64_t t = targets[n] - v0;
-        for (std::int64_t v = 0; v < V; ++v) {
-          const float pr = std::exp(z[n * V + v] - ce_max_[n]) * inv;
-          z[n * V + v] = (pr - (v == t ? 1.f : 0.f)) * loss_scale;
-        }
-      }
-    }
+    if (want_grad) be_.ce_grad(z, ce_max_.data(), ce_sums_.data(), targets, N, V, v0, loss_scale);
     return loss;
   }
 
@@ -621,9 +571,12 @@ class stage_model {
   std::vector<float> acts_, dres_, dln_a_, dln_b_, dhid_, dqkv_, datty_, dP_, logits_, ce_max_, ce_gather_, ce_sums_;
   std::vector<float> cos_, sin_;
   block_ops* ops_ = nullptr;  // not owned; null: dense kernels only
+  Ops be_;                    // the backend that runs the layers
 
  public:
   std::vector<float> params, grads;  // one allocation each, carved by tensors()
 };
+
+using stage_model = basic_stage_model<cpu_ops>;
 
 }  // namespace gpt

@@ -27,6 +27,7 @@ inline float lr_at(const config& c, int step) {
   return static_cast<float>(min_lr + 0.5 * (c.lr - min_lr) * (1.0 + std::cos(std::numbers::pi * r)));
 }
 
+// Model: a stage_model of any backend (host memory: params, grads).
 // --precision bf16 keeps fp32 master weights here (`master`, empty in fp32 runs): the step
 // updates them and the model's weights become their bfloat16 rounding.
 struct adamw {
@@ -36,17 +37,22 @@ struct adamw {
 
   // bf16: the model's (fp32) weights become the master copy and the model keeps their rounding.
   // Called after initialisation and after a resume loads the master weights into the model.
-  void adopt_master(stage_model& model) {
+  template <class Model>
+  void adopt_master(Model& model) {
     if (!model.cfg().bf16) return;
     master = model.params;
     k::round_bf16(model.params.data(), static_cast<k::idx>(model.params.size()));
   }
   // The weights a checkpoint saves: the master copy in bf16 runs.
-  const std::vector<float>& weights(const stage_model& model) const { return master.empty() ? model.params : master; }
+  template <class Model>
+  const std::vector<float>& weights(const Model& model) const {
+    return master.empty() ? model.params : master;
+  }
 
   // t is the 1-based step count (bias correction). Gradients are taken as they are: clip
   // before calling.
-  void step(stage_model& model, float lr, int t) {
+  template <class Model>
+  void step(Model& model, float lr, int t) {
     const config& c = model.cfg();
     const float b1 = c.beta1, b2 = c.beta2;
     const float bc1 = 1.f - std::pow(b1, static_cast<float>(t));

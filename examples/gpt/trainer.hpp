@@ -552,7 +552,7 @@ class trainer {
       if (model_.is_last()) {
         const float* z = model_.logits() + static_cast<std::size_t>(len - 1) * model_.local_vocab();
         std::copy(z, z + model_.local_vocab(), part.begin());
-        if (grid_.tp_size() > 1) comm_.tp().allgather(std::span<const float>(part), std::span<float>(row));
+        if (grid_.tp_size() > 1) exact_allgather(comm_.tp(), std::span<const float>(part), std::span<float>(row));
         else row = part;
         float mx = row[0];
         for (float x : row) mx = std::max(mx, x);

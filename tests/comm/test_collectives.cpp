@@ -229,6 +229,31 @@ void nonfinite_p2p_and_broadcast(hcomm::runtime_communicator& comm) {
 // frame) and travel as two messages: NaN/Inf must come back where they were, the finite values
 // within the rate's bound, every rank identical. Every 3rd value is +Inf on rank 0 in the
 // first half, every 5th NaN on the last rank in the second half; the rest smooth.
+// allreduce_exact / allgather_exact never compress, whatever the codec and threshold: sums of
+// whole numbers (exact in float in any order) of a spread that ZFP at rate 4 would round, and
+// a gather of every rank's bits.
+void exact_paths() {
+  const int p = t::world_size(), r = t::world_rank();
+  hcomm::comm_options opt;
+  opt.threshold_bytes = 0;
+  hcomm::runtime_communicator comm(MPI_COMM_WORLD, "zfp:4", opt);
+  const std::size_t n = 1000;
+  std::vector<float> x(n), want(n, 0.f), mine(n), all(n * static_cast<std::size_t>(p));
+  for (std::size_t i = 0; i < n; ++i) {
+    for (int q = 0; q < p; ++q) want[i] += static_cast<float>(((i * 37 + static_cast<std::size_t>(q)) % 1001) * (i % 3 ? 1 : 4096));
+    x[i] = static_cast<float>(((i * 37 + static_cast<std::size_t>(r)) % 1001) * (i % 3 ? 1 : 4096));
+    mine[i] = 1.f / static_cast<float>(i + 3 + static_cast<std::size_t>(r));
+  }
+  comm.allreduce_exact(std::span<float>(x));
+  CHECK(x == want, "allreduce_exact under zfp:4 gives the exact sums");
+  comm.allgather_exact(std::span<const float>(mine), std::span<float>(all));
+  bool same = true;
+  for (int q = 0; q < p; ++q)
+    for (std::size_t i = 0; i < n; ++i)
+      same = same && all[static_cast<std::size_t>(q) * n + i] == 1.f / static_cast<float>(i + 3 + static_cast<std::size_t>(q));
+  CHECK(same, "allgather_exact under zfp:4 gives every rank's values bit for bit");
+}
+
 void two_part_frames() {
   const int p = t::world_size(), r = t::world_rank();
   hcomm::comm_options opt;
@@ -311,5 +336,6 @@ int main(int argc, char** argv) {
     }
   }
   two_part_frames();
+  exact_paths();
   return t::finish("test_collectives");
 }

@@ -127,7 +127,9 @@ inline cmp compare(const float* a, const float* b, std::size_t n, double atol, d
   return r;
 }
 
-inline void check_reference(const std::string& arch) {
+// Model: gpt::stage_model (the CPU backend) or a basic_stage_model of another backend.
+template <class Model = gpt::stage_model>
+void check_reference(const std::string& arch) {
   const debug_state s = load(arch);
   gpt::solo_tp tp;
   // the loss is the mean over predicted positions: every token (GPT), the masked ones (BERT)
@@ -139,7 +141,7 @@ inline void check_reference(const std::string& arch) {
     DYNAMIC_SECTION(arch << " micro-batch " << micro) {
       const int M = s.B / micro;
       const std::int64_t N = static_cast<std::int64_t>(micro) * s.T;
-      gpt::stage_model m(s.cfg, {}, micro, M);
+      Model m(s.cfg, {}, micro, M);
       m.load_global(s.params);
       const float scale = 1.f / static_cast<float>(predicted);
 

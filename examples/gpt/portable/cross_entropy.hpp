@@ -6,6 +6,13 @@
 //   ex.launch(N, 128, gpt::portable::cross_entropy{logits, losses, targets, V, scale, true});
 //   // losses[n] = -log softmax(logits[n])[targets[n]]  (0 where targets[n] < 0: not predicted)
 //   // logits[n, :] = (softmax - onehot) * scale            (0 where not predicted)
+//
+// The vocabulary-parallel form, as flat kernels (one index per row, model.hpp's loops and
+// their order), for the steps between the TP exchanges of model.hpp's cross_entropy:
+//
+//   ex.for_each(N, gpt::portable::ce_row_max{mx, z, V});
+//   ex.for_each(N, gpt::portable::ce_sums{sums, z, mx, targets, N, V, v0});
+//   ex.for_each(N, gpt::portable::ce_grad{z, mx, sums, targets, V, v0, scale});
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -60,6 +67,63 @@ struct cross_entropy {
         for (int v = t; v < V; v += T) z[row + v] = (std::exp(z[row + v] - m) * inv - (v == target ? 1.f : 0.f)) * scale;
       }
     });
+  }
+};
+
+// mx[n] = the largest logit of row n.
+struct ce_row_max {
+  float* mx;
+  const float* z;
+  int V;
+  HCOMM_HOST_DEVICE void operator()(std::size_t n) const {
+    const float* r = z + n * static_cast<std::size_t>(V);
+    float m = r[0];
+    for (int v = 1; v < V; ++v) m = r[v] > m ? r[v] : m;
+    mx[n] = m;
+  }
+};
+
+// sums[n] = sum of exp(z - mx[n]) over the row, sums[N + n] = the target's logit where this
+// shard [v0, v0 + V) holds it (else 0); 1 and 0 where targets[n] < 0 (not predicted).
+struct ce_sums {
+  float* sums;
+  const float* z;
+  const float* mx;
+  const int* targets;
+  std::size_t N;
+  int V, v0;
+  HCOMM_HOST_DEVICE void operator()(std::size_t n) const {
+    if (targets[n] < 0) {
+      sums[n] = 1.f;
+      sums[N + n] = 0.f;
+      return;
+    }
+    const float* r = z + n * static_cast<std::size_t>(V);
+    float s = 0.f;
+    for (int v = 0; v < V; ++v) s += std::exp(r[v] - mx[n]);
+    const int t = targets[n] - v0;
+    sums[n] = s;
+    sums[N + n] = t >= 0 && t < V ? r[t] : 0.f;
+  }
+};
+
+// z[n, :] = (softmax - onehot) * scale from the global mx and sums; 0 where not predicted.
+struct ce_grad {
+  float* z;
+  const float* mx;
+  const float* sums;
+  const int* targets;
+  int V, v0;
+  float scale;
+  HCOMM_HOST_DEVICE void operator()(std::size_t n) const {
+    float* r = z + n * static_cast<std::size_t>(V);
+    if (targets[n] < 0) {
+      for (int v = 0; v < V; ++v) r[v] = 0.f;
+      return;
+    }
+    const float inv = 1.f / sums[n];
+    const int t = targets[n] - v0;
+    for (int v = 0; v < V; ++v) r[v] = (std::exp(r[v] - mx[n]) * inv - (v == t ? 1.f : 0.f)) * scale;
   }
 };
 

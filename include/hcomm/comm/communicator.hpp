@@ -105,6 +105,15 @@ class runtime_communicator {
   void allgather(std::span<const T> in, std::span<T> out) { algorithm::allgather(*cx_, cfg_, in, out); }
   template <element T>
   void broadcast(std::span<T> x, int root) { algorithm::broadcast(*cx_, cfg_, x, root); }
+  // Exact sums and gathers whatever the codec and the threshold (the identity codec: the
+  // transport's own collective, with the same cross-rank checks), for statistics that no
+  // codec's error bound covers: a loss's sums of exponentials, row maxima, norms.
+  template <element T>
+  void allreduce_exact(std::span<T> x) { algorithm::allreduce(*cx_, codec::config{}, x); }
+  template <element T>
+  void allgather_exact(std::span<const T> in, std::span<T> out) {
+    algorithm::allgather(*cx_, codec::config{}, in, out);
+  }
 
  private:
   std::unique_ptr<algorithm::context> cx_;  // on the heap: requests point at it, the communicator may move
@@ -243,6 +252,12 @@ class communicator {
   }
   void allgather(std::span<const bf16> in, std::span<bf16> out) requires offers_reduce { impl_.allgather(in, out); }
   void allgather(std::span<const f16> in, std::span<f16> out) requires offers_reduce { impl_.allgather(in, out); }
+  // Never compressed (runtime_communicator::allreduce_exact): statistics such as a loss's sums.
+  void allreduce_exact(std::span<float> x) requires offers_reduce { impl_.allreduce_exact(x); }
+  void allreduce_exact(std::span<double> x) requires offers_reduce { impl_.allreduce_exact(x); }
+  void allgather_exact(std::span<const float> in, std::span<float> out) requires offers_reduce {
+    impl_.allgather_exact(in, out);
+  }
 
   // --- DP: parameters from one replica to all (lossy codecs: all end with the decoded values) ---
   void broadcast(std::span<float> x, int root) requires offers_broadcast { impl_.broadcast(x, root); }

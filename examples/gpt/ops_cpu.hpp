@@ -1,0 +1,148 @@
+// examples/gpt/ops_cpu.hpp: the CPU backend of the model's layers (model.hpp calls every layer
+// through a backend): kernels.hpp's OpenBLAS sgemm and OpenMP loops, on host memory. The other
+// backend, ops_portable.hpp, runs the same interface as kernels of the execution model.
+//
+//   gpt::cpu_ops be;
+//   be.layernorm_forward(out, mean, rstd, x, w, b, N, C);
+//
+// The interface (every backend has these members, same arguments, same meaning): backward
+// functions accumulate into parameter gradients and input gradients unless kernels.hpp says
+// otherwise for the layer; pointers are in the backend's memory except tokens and targets,
+// which are host arrays of the micro-batch.
+//   fill, layernorm_forward/backward, matmul_forward/backward, gelu_forward/backward,
+//   rotary_apply, attention_forward/backward, residual_forward, add_inplace, add_bias_rows,
+//   round_bf16, embed_tokens, add_positions, embed_tokens_backward, add_positions_backward,
+//   ce_row_max, ce_sums, ce_grad.
+// attention_forward keeps what its backward needs in `att` ([B, nh, T, T] floats): the
+// probabilities here; attention_backward gets the forward's output too, for backends that
+// recompute the probabilities from it.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "hcomm/exec/threads.hpp"
+#include "kernels.hpp"
+
+namespace gpt {
+
+struct cpu_ops {
+  using idx = k::idx;
+  static constexpr const char* name = "cpu";
+
+  void fill(float* x, idx n, float v) const { std::fill(x, x + n, v); }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b, idx N,
+                         idx C) const {
+    k::layernorm_forward(out, mean, rstd, x, w, b, N, C);
+  }
+  void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+                          const float* mean, const float* rstd, idx N, idx C) const {
+    k::layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, N, C);
+  }
+  void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC) const {
+    k::matmul_forward(out, x, W, bias, N, C, OC);
+  }
+  void matmul_backward(float* dx, float* dW, float* dbias, const float* dout, const float* x, const float* W, idx N,
+                       idx C, idx OC, bool accumulate_dx) const {
+    k::matmul_backward(dx, dW, dbias, dout, x, W, N, C, OC, accumulate_dx);
+  }
+  void gelu_forward(float* out, const float* x, idx n) const { k::gelu_forward(out, x, n); }
+  void gelu_backward(float* dx, const float* x, const float* dout, idx n) const { k::gelu_backward(dx, x, dout, n); }
+  void rotary_apply(float* qkv, const float* cos_t, const float* sin_t, idx N, idx T, idx nh, idx hd, idx rot,
+                    bool inverse) const {
+    k::rotary_apply(qkv, cos_t, sin_t, N, T, nh, hd, rot, inverse);
+  }
+  void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd, bool causal) const {
+    k::attention_forward(out, att, qkv, B, T, nh, hd, causal);
+  }
+  // scratch: T * T floats.
+  void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, float* att,
+                          const float* /*out*/, idx B, idx T, idx nh, idx hd, bool causal) const {
+    k::attention_backward(dqkv, scratch, dout, qkv, att, B, T, nh, hd, causal);
+  }
+  void residual_forward(float* out, const float* a, const float* b, idx n) const { k::residual_forward(out, a, b, n); }
+  void add_inplace(float* out, const float* a, idx n) const { k::add_inplace(out, a, n); }
+  void add_bias_rows(float* out, const float* bias, idx N, idx C) const { k::add_bias_rows(out, bias, N, C); }
+  void column_sums_add(float* acc, const float* d, idx N, idx C) const { k::column_sums_add(acc, d, N, C); }
+  void round_bf16(float* x, idx n) const { k::round_bf16(x, n); }
+
+  // x[n, :] = wte[tokens[n] - v0, :] for the tokens of this vocabulary shard [v0, v0 + Vl), else 0.
+  void embed_tokens(float* x, const int* tokens, const float* wte, idx N, idx C, idx v0, idx Vl) const {
+#pragma omp parallel for if (N * C > k::par_min) num_threads(hcomm::exec::default_threads())
+    for (idx n = 0; n < N; ++n) {
+      const idx v = tokens[n] - v0;
+      float* xn = x + n * C;
+      if (v >= 0 && v < Vl)
+        for (idx c = 0; c < C; ++c) xn[c] = wte[v * C + c];
+      else
+        for (idx c = 0; c < C; ++c) xn[c] = 0.f;
+    }
+  }
+  // x[n, :] += wpe[n % T, :].
+  void add_positions(float* x, const float* wpe, idx N, idx T, idx C) const {
+#pragma omp parallel for if (N * C > k::par_min) num_threads(hcomm::exec::default_threads())
+    for (idx n = 0; n < N; ++n)
+      for (idx c = 0; c < C; ++c) x[n * C + c] += wpe[(n % T) * C + c];
+  }
+  // dwte[tokens[n] - v0, :] += d[n, :] over the rows in order.
+  void embed_tokens_backward(float* dwte, const float* d, const int* tokens, idx N, idx C, idx v0, idx Vl) const {
+    // Serial over rows: several rows may hit the same token (a parallel loop would race).
+    for (idx n = 0; n < N; ++n) {
+      const idx v = tokens[n] - v0;
+      if (v >= 0 && v < Vl)
+        for (idx c = 0; c < C; ++c) dwte[v * C + c] += d[n * C + c];
+    }
+  }
+  // dwpe[t, :] += d[s T + t, :] over the sequences s in order.
+  void add_positions_backward(float* dwpe, const float* d, idx N, idx T, idx C) const {
+#pragma omp parallel for if (N * C > k::par_min) num_threads(hcomm::exec::default_threads())
+    for (idx c = 0; c < C; ++c)
+      for (idx n = 0; n < N; ++n) dwpe[(n % T) * C + c] += d[n * C + c];
+  }
+
+  // Cross-entropy over the logits z[N, V] of one vocabulary shard (v0: its first token), in
+  // three steps around the TP exchanges: the row maxima; sums[n] = sum of exp(z - mx[n]) and
+  // sums[N + n] = the target's logit where this shard holds it (else 0), 1 and 0 for rows
+  // with targets < 0 (not predicted); then z = (softmax - onehot) * scale, 0 on those rows.
+  void ce_row_max(float* mx, const float* z, idx N, idx V) const {
+#pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
+    for (idx n = 0; n < N; ++n) {
+      float m = z[n * V];
+      for (idx v = 1; v < V; ++v) m = z[n * V + v] > m ? z[n * V + v] : m;
+      mx[n] = m;
+    }
+  }
+  void ce_sums(float* sums, const float* z, const float* mx, const int* targets, idx N, idx V, idx v0) const {
+#pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
+    for (idx n = 0; n < N; ++n) {
+      if (targets[n] < 0) {
+        sums[n] = 1.f;
+        sums[N + n] = 0.f;
+        continue;
+      }
+      float s = 0.f;
+      for (idx v = 0; v < V; ++v) s += std::exp(z[n * V + v] - mx[n]);
+      const idx t = targets[n] - v0;
+      sums[n] = s;
+      sums[N + n] = (t >= 0 && t < V) ? z[n * V + t] : 0.f;
+    }
+  }
+  void ce_grad(float* z, const float* mx, const float* sums, const int* targets, idx N, idx V, idx v0,
+               float scale) const {
+#pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
+    for (idx n = 0; n < N; ++n) {
+      if (targets[n] < 0) {
+        std::fill(z + n * V, z + (n + 1) * V, 0.f);
+        continue;
+      }
+      const float inv = 1.f / sums[n];
+      const idx t = targets[n] - v0;
+      for (idx v = 0; v < V; ++v) {
+        const float pr = std::exp(z[n * V + v] - mx[n]) * inv;
+        z[n * V + v] = (pr - (v == t ? 1.f : 0.f)) * scale;
+      }
+    }
+  }
+};
+
+}  // namespace gpt

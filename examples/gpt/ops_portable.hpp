@@ -1,0 +1,141 @@
+// examples/gpt/ops_portable.hpp: the portable backend of the model's layers: every layer but
+// the GEMMs is a kernel of the execution model (examples/gpt/portable/, hcomm/exec/team.hpp)
+// launched on an executor, the GEMMs go to a GEMM library (Gemm: gemm_host.hpp's OpenBLAS on
+// host memory). On hcomm::exec::host_check it runs on the CPU what a GPU would run (shuffled
+// threads, shadowed scratch), so CI checks the whole model's device source against the CPU
+// backend (ops_cpu.hpp; tests/model/test_portable_model.cpp). Same interface as cpu_ops.
+//
+//   gpt::basic_stage_model<gpt::portable_ops<hcomm::exec::host_check>> m(cfg, place, micro, n_micro);
+//
+// Attention is the flash-style kernel: its `att` buffer keeps the rows' log-sum-exp ([B, nh,
+// T]) and, in backward, D = rowsum(dO * O) after it, instead of the probabilities. The
+// embedding's token gradient is a gather over positions grouped by token (built on the host
+// from the micro-batch's tokens). Memory: the executor's (host memory for the host executors).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "gemm_host.hpp"
+#include "hcomm/core/error.hpp"
+#include "portable/attention.hpp"
+#include "portable/cross_entropy.hpp"
+#include "portable/elementwise.hpp"
+#include "portable/embedding.hpp"
+#include "portable/gelu.hpp"
+#include "portable/layernorm.hpp"
+#include "portable/rotary.hpp"
+
+namespace gpt {
+
+template <class Exec, class Gemm = host_gemm>
+struct portable_ops {
+  using idx = std::ptrdiff_t;
+  static constexpr const char* name = "portable";
+  // Threads per team of the row kernels (LayerNorm: one team per row) and of attention.
+  static constexpr int row_team = 128, attention_team = 64;
+  Exec ex{};
+  Gemm gemm{};
+
+  static std::size_t z(idx n) { return static_cast<std::size_t>(n); }
+  static int i32(idx n) { return static_cast<int>(n); }
+
+  void fill(float* x, idx n, float v) const { ex.for_each(z(n), portable::fill{x, v}); }
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b, idx N,
+                         idx C) const {
+    ex.launch(z(N), row_team, portable::layernorm_forward{out, mean, rstd, x, w, b, i32(C)});
+  }
+  void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
+                          const float* mean, const float* rstd, idx N, idx C) const {
+    ex.launch(z(N), row_team, portable::layernorm_backward_input{dx, dout, x, w, mean, rstd, i32(C)});
+    ex.for_each(z(C), portable::layernorm_backward_params{dw, db, dout, x, mean, rstd, i32(N), i32(C)});
+  }
+  // out[N,OC] = x[N,C] W[OC,C]^T + bias
+  void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC) const {
+    gemm(false, true, N, OC, C, 1.f, x, C, W, C, 0.f, out, OC);
+    if (bias) ex.for_each(z(N * OC), portable::add_bias_rows{out, bias, i32(OC)});
+  }
+  // dx (+= or =) dout W; dW += dout^T x; dbias += column sums of dout
+  void matmul_backward(float* dx, float* dW, float* dbias, const float* dout, const float* x, const float* W, idx N,
+                       idx C, idx OC, bool accumulate_dx) const {
+    if (dx) gemm(false, false, N, C, OC, 1.f, dout, OC, W, C, accumulate_dx ? 1.f : 0.f, dx, C);
+    gemm(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C);
+    if (dbias) column_sums_add(dbias, dout, N, OC);
+  }
+  void gelu_forward(float* out, const float* x, idx n) const { ex.for_each(z(n), portable::gelu_forward{out, x}); }
+  void gelu_backward(float* dx, const float* x, const float* dout, idx n) const {
+    ex.for_each(z(n), portable::gelu_backward{dx, x, dout});
+  }
+  void rotary_apply(float* qkv, const float* cos_t, const float* sin_t, idx N, idx T, idx nh, idx hd, idx rot,
+                    bool inverse) const {
+    if (rot <= 0) return;
+    ex.for_each(portable::rotary::size(z(N), i32(nh), i32(rot)),
+                portable::rotary{qkv, cos_t, sin_t, i32(T), i32(nh), i32(hd), i32(rot), inverse});
+  }
+  void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd, bool causal) const {
+    check_attention(T, hd);
+    const portable::attention_forward k{out, att, qkv, i32(B), i32(T), i32(nh), i32(hd), causal};
+    ex.launch(k.league(), attention_team, k);
+  }
+  void attention_backward(float* dqkv, float* /*scratch*/, const float* dout, const float* qkv, float* att,
+                          const float* out, idx B, idx T, idx nh, idx hd, bool causal) const {
+    check_attention(T, hd);
+    float* lse = att;
+    float* D = att + B * nh * T;
+    ex.for_each(z(B * nh * T), portable::attention_backward_rowdot{D, dout, out, i32(B), i32(T), i32(nh), i32(hd)});
+    const portable::attention_detail::problem p{dqkv, dout, qkv, lse, D, i32(B), i32(T), i32(nh), i32(hd), causal};
+    const portable::attention_backward_dkdv kv{p};
+    const portable::attention_backward_dq q{p};
+    ex.launch(kv.league(), attention_team, kv);
+    ex.launch(q.league(), attention_team, q);
+  }
+  void residual_forward(float* out, const float* a, const float* b, idx n) const {
+    ex.for_each(z(n), portable::residual{out, a, b});
+  }
+  void add_inplace(float* out, const float* a, idx n) const { ex.for_each(z(n), portable::add_into{out, a}); }
+  void add_bias_rows(float* out, const float* bias, idx N, idx C) const {
+    ex.for_each(z(N * C), portable::add_bias_rows{out, bias, i32(C)});
+  }
+  void column_sums_add(float* acc, const float* d, idx N, idx C) const {
+    ex.for_each(z(C), portable::column_sums_add{acc, d, z(N), i32(C)});
+  }
+  void round_bf16(float* x, idx n) const { ex.for_each(z(n), portable::round_bf16{x}); }
+
+  void embed_tokens(float* x, const int* tokens, const float* wte, idx N, idx C, idx v0, idx Vl) const {
+    ex.for_each(z(N * C), portable::embedding_forward{x, tokens, wte, nullptr, 1, i32(C), i32(v0), i32(Vl)});
+  }
+  void add_positions(float* x, const float* wpe, idx N, idx T, idx C) const {
+    ex.for_each(z(N * C), portable::add_positions{x, wpe, i32(T), i32(C)});
+  }
+  void embed_tokens_backward(float* dwte, const float* d, const int* tokens, idx N, idx C, idx v0, idx Vl) const {
+    const auto b = portable::token_buckets(tokens, z(N), i32(v0), i32(Vl));
+    ex.for_each(z(Vl * C), portable::embedding_backward_wte{dwte, d, b.starts.data(), b.rows.data(), i32(C)});
+  }
+  void add_positions_backward(float* dwpe, const float* d, idx N, idx T, idx C) const {
+    ex.for_each(z(T * C), portable::embedding_backward_wpe{dwpe, d, i32(N / T), i32(T), i32(C)});
+  }
+
+  void ce_row_max(float* mx, const float* zl, idx N, idx V) const {
+    ex.for_each(z(N), portable::ce_row_max{mx, zl, i32(V)});
+  }
+  void ce_sums(float* sums, const float* zl, const float* mx, const int* targets, idx N, idx V, idx v0) const {
+    ex.for_each(z(N), portable::ce_sums{sums, zl, mx, targets, z(N), i32(V), i32(v0)});
+  }
+  void ce_grad(float* zl, const float* mx, const float* sums, const int* targets, idx N, idx V, idx v0,
+               float scale) const {
+    ex.for_each(z(N), portable::ce_grad{zl, mx, sums, targets, i32(V), i32(v0), scale});
+  }
+
+ private:
+  // The flash kernels' limits, and room for lse and D in the model's [B, nh, T, T] buffer.
+  static void check_attention(idx T, idx hd) {
+    if (hd > portable::attention_forward::max_hd || T < 2)
+      hcomm::fail(hcomm::errc::unsupported, "portable attention needs a head size of at most " +
+                                                std::to_string(portable::attention_forward::max_hd) +
+                                                " and a sequence of 2 or more (head size " + std::to_string(hd) +
+                                                ", sequence " + std::to_string(T) + ")");
+  }
+};
+
+}  // namespace gpt

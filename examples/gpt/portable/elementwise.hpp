@@ -1,0 +1,78 @@
+// examples/gpt/portable/elementwise.hpp: the model's small element-wise and per-column layers as
+// flat kernels of the execution model (one index per element, or per column where a sum runs
+// down the rows), written once for every executor with kernels.hpp's arithmetic in its order
+// (so the results are its bits).
+//
+//   ex.for_each(n, gpt::portable::fill{x, 0.f});
+//   ex.for_each(n, gpt::portable::residual{out, a, b});         // out = a + b
+//   ex.for_each(n, gpt::portable::add_into{out, a});            // out += a
+//   ex.for_each(N * C, gpt::portable::add_bias_rows{out, bias, C});
+//   ex.for_each(C, gpt::portable::column_sums_add{acc, d, N, C});
+//   ex.for_each(n, gpt::portable::round_bf16{x});
+//   ex.for_each(N * C, gpt::portable::add_positions{x, wpe, T, C});
+#pragma once
+#include <cstddef>
+
+#include "hcomm/core/bfloat16.hpp"
+#include "hcomm/core/macros.hpp"
+
+namespace gpt::portable {
+
+struct fill {
+  float* x;
+  float v;
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { x[i] = v; }
+};
+
+struct residual {
+  float* out;
+  const float* a;
+  const float* b;
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { out[i] = a[i] + b[i]; }
+};
+
+struct add_into {
+  float* out;
+  const float* a;
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { out[i] += a[i]; }
+};
+
+// out[n, c] += bias[c].
+struct add_bias_rows {
+  float* out;
+  const float* bias;
+  int C;
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { out[i] += bias[i % static_cast<std::size_t>(C)]; }
+};
+
+// acc[c] += the sum of d[n, c] over the rows n in order (one index per column).
+struct column_sums_add {
+  float* acc;
+  const float* d;
+  std::size_t N;
+  int C;
+  HCOMM_HOST_DEVICE void operator()(std::size_t c) const {
+    float s = 0.f;
+    for (std::size_t n = 0; n < N; ++n) s += d[n * static_cast<std::size_t>(C) + c];
+    acc[c] += s;
+  }
+};
+
+// x = x rounded to the nearest bfloat16 (ties to even), kept in float32.
+struct round_bf16 {
+  float* x;
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { x[i] = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(x[i])); }
+};
+
+// x[n, c] += wpe[n % T, c].
+struct add_positions {
+  float* x;
+  const float* wpe;
+  int T, C;
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const {
+    const std::size_t n = i / static_cast<std::size_t>(C), c = i % static_cast<std::size_t>(C);
+    x[i] += wpe[(n % static_cast<std::size_t>(T)) * C + c];
+  }
+};
+
+}  // namespace gpt::portable
