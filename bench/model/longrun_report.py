@@ -28,8 +28,8 @@ def load(path):
 
 def summary(rows):
     vals = [(r["step"], r["val_loss"]) for r in rows if "val_loss" in r]
-    if not vals:
-        sys.exit("longrun_report: a run without validation losses (train_gpt --eval-every)")
+    if not vals:  # stopped before its first evaluation
+        vals = [(0, float("nan"))]
     steady = [r["tokens_per_s"] for r in rows[2:]] or [rows[-1]["tokens_per_s"]]
     return {"val": vals[-1][1], "steps": rows[-1]["step"], "tok_s": statistics.median(steady), "curve": vals,
             "time_s": [sum(r["ms"] for r in rows[:i + 1]) / 1e3 for i in range(len(rows))],
