@@ -157,7 +157,7 @@ class basic_stage_model {
     for (const auto& t : tensors_)
       extract_shard(specs_[t.global], global[t.global].data(), place_.tp, place_.tp_rank, params.data() + t.offset);
   }
-  void zero_grads() { be_.fill(grads.data(), static_cast<std::int64_t>(grads.size()), 0.f); }
+  void zero_grads() { zero(grads); }
   void set_block_ops(block_ops* ops) { ops_ = ops; }
 
   // Sum of squared gradients this rank contributes to the global norm: TP-replicated tensors
@@ -227,10 +227,10 @@ class basic_stage_model {
       head_a ha = head_of(mb);
       // logits_ now holds d loss / d logits [N, V/tp]; the lm head is column-parallel over
       // the vocabulary, so the input gradient is a partial sum over TP ranks.
-      be_.fill(dln_a_.data(), static_cast<std::int64_t>(dln_a_.size()), 0.f);
+      zero(dln_a_);
       be_.matmul_backward(dln_a_.data(), g_lm(), nullptr, logits_.data(), ha.lnf, p_lm(), N_, C_, Vl_, false);
       tp.allreduce(std::span<float>(dln_a_));
-      be_.fill(dres_.data(), static_cast<std::int64_t>(dres_.size()), 0.f);
+      zero(dres_);
       be_.layernorm_backward(dres_.data(), g_lnf_w(), g_lnf_b(), dln_a_.data(), acts_of(mb, l1_ - 1).out, p_lnf_w(),
                             ha.meanf, ha.rstdf, N_, C_);
     }
@@ -270,6 +270,7 @@ class basic_stage_model {
  private:
   // --precision bf16: an activation [N, C] (a block's output, or the gradient flowing into one)
   // is stored as its bfloat16 rounding, as it would be sent over PP.
+  void zero(std::vector<float>& v) const { be_.fill(v.data(), static_cast<std::int64_t>(v.size()), 0.f); }
   void to_storage(float* x) const {
     if (cfg_.bf16) be_.round_bf16(x, N_ * C_);
   }
@@ -356,7 +357,7 @@ class basic_stage_model {
     const float* d = dres_.data();
     if (cfg_.bert_post_ln()) {  // d sum = emb_ln'(d x)
       const embed_a e = embed_of(mb);
-      be_.fill(dln_a_.data(), N_ * C_, 0.f);
+      zero(dln_a_);
       be_.layernorm_backward(dln_a_.data(), g_at(2), g_at(3), dres_.data(), e.sum, p_at(2), e.mean, e.rstd, N_, C_);
       d = dln_a_.data();
     }
@@ -480,14 +481,14 @@ class basic_stage_model {
     const layer_p g = layer_params(l, grads.data());
     const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
     float* d = dres_.data();
-    be_.fill(dln_b_.data(), static_cast<std::int64_t>(dln_b_.size()), 0.f);
+    zero(dln_b_);
     be_.layernorm_backward(dln_b_.data(), g.ln2_w, g.ln2_b, d, a.ln2, p.ln2_w, a.mean2, a.rstd2, N, C);  // d r2
     lin_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, dln_b_.data(), a.g, p.fcp_w, N, H, C);
     be_.gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);
     lin_backward(l, 2, dln_a_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln1, p.fc_w, N, C, H);
     tp.allreduce(std::span<float>(dln_a_));
     be_.add_inplace(dln_a_.data(), dln_b_.data(), N * C);                                                  // d y1
-    be_.fill(dres_.data(), static_cast<std::int64_t>(dres_.size()), 0.f);
+    zero(dres_);
     be_.layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), a.r1, p.ln1_w, a.mean1, a.rstd1, N, C);  // d r1
     lin_backward(l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);
     if (!ops_ || !ops_->attention_backward(dqkv_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_))
@@ -517,7 +518,7 @@ class basic_stage_model {
     const int m = mlm_tensor();
     be_.matmul_backward(dln_a_.data(), g_lm(), g_at(m + 4), logits_.data(), h.mln, p_lm(), N_, C_, Vl_, false);
     tp.allreduce(std::span<float>(dln_a_));  // partial sums over the vocabulary shards
-    be_.fill(dln_b_.data(), static_cast<std::int64_t>(dln_b_.size()), 0.f);
+    zero(dln_b_);
     be_.layernorm_backward(dln_b_.data(), g_at(m + 2), g_at(m + 3), dln_a_.data(), h.mg, p_at(m + 2), h.meanm, h.rstdm,
                           N_, C_);
     be_.gelu_backward(dln_b_.data(), h.mh, dln_b_.data(), N_ * C_);
@@ -526,7 +527,7 @@ class basic_stage_model {
       return;
     }
     be_.matmul_backward(dln_a_.data(), g_at(m), g_at(m + 1), dln_b_.data(), h.lnf, p_at(m), N_, C_, C_, false);
-    be_.fill(dres_.data(), static_cast<std::int64_t>(dres_.size()), 0.f);
+    zero(dres_);
     be_.layernorm_backward(dres_.data(), g_lnf_w(), g_lnf_b(), dln_a_.data(), x, p_lnf_w(), h.meanf, h.rstdf, N_, C_);
   }
 
