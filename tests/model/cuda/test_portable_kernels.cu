@@ -16,6 +16,7 @@
 #include "portable/adamw.hpp"
 #include "portable/attention.hpp"
 #include "portable/cross_entropy.hpp"
+#include "portable/elementwise.hpp"
 #include "portable/embedding.hpp"
 #include "portable/gelu.hpp"
 #include "portable/grad_norm.hpp"
@@ -104,6 +105,21 @@ int main() {
     ex.for_each(n, gpt::portable::gelu_backward{dGd, dGx, dGd});
     expect_close("gelu_forward", d.get(dY, n), y, 1e-5f, 1e-6f);
     expect_close("gelu_backward", d.get(dGd, n), gdx, 1e-5f, 1e-6f);
+
+    // elementwise.hpp: a residual add and per-column sums (n = 50 rows x 100 columns)
+    std::vector<float> rs(n), cs(100, 0.5f);
+    for (std::size_t i = 0; i < n; ++i) rs[i] = gx[i] + gd[i];
+    for (std::size_t c = 0; c < 100; ++c) {
+      float acc = 0.f;
+      for (std::size_t r = 0; r < n / 100; ++r) acc += gx[r * 100 + c];
+      cs[c] += acc;
+    }
+    float *dRs = d.put(std::vector<float>(n)), *dCs = d.put(std::vector<float>(100, 0.5f)), *dGx2 = d.put(gx),
+          *dGd2 = d.put(gd);
+    ex.for_each(n, gpt::portable::residual{dRs, dGx2, dGd2});
+    ex.for_each(100, gpt::portable::column_sums_add{dCs, dGx2, n / 100, 100});
+    expect_close("residual", d.get(dRs, n), rs, 0.f, 0.f);
+    expect_close("column_sums_add", d.get(dCs, 100), cs, 0.f, 0.f);
 
     const auto g = randn(n, 7, 0.01f), p0 = randn(n, 8, 0.02f), m0 = randn(n, 9, 1e-3f);
     auto v0 = randn(n, 10, 1e-3f);
