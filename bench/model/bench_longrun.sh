@@ -22,7 +22,7 @@ MODEL=${MODEL:-small}
 EXTRA=${EXTRA:-"--layers 4 --heads 8"}
 EVAL_EVERY=${EVAL_EVERY:-100}
 EVAL_BATCHES=${EVAL_BATCHES:-16}
-SCHEMES=${SCHEMES:-"none naive:8 mzhybrid:8 zhybrid:16,8 zhybrid:16,4+ef bf16 int8:256+ef"}
+SCHEMES=${SCHEMES:-"none naive:8 mzhybrid:8 zhybrid:16,8 zhybrid:16,6+ef bf16 int8:256+ef"}
 SEEDS=${SEEDS:-"1337 1 2"}
 OUT=${OUT:-out/bench-longrun}
 [ -x "$EXE" ] || { echo "bench_longrun: no $EXE (build the train_gpt target or set TRAIN_GPT)" >&2; exit 2; }

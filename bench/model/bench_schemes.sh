@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 EXE=${TRAIN_GPT:-build/examples/gpt/train_gpt}
-SCHEMES=${SCHEMES:-"none naive:8 mzhybrid:8 zhybrid:16,8 zhybrid:16,4+ef"}
+SCHEMES=${SCHEMES:-"none naive:8 mzhybrid:8 zhybrid:16,8 zhybrid:16,6+ef"}
 STEPS=${STEPS:-30}
 MODEL=${MODEL:-tiny}
 EXTRA=${EXTRA:-"--layers 4 --heads 8"}

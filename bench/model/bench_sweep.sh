@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RATES=${RATES:-"10mbit 20mbit 50mbit 100mbit 1000mbit"}
-export SCHEMES=${SCHEMES:-"none naive:8 mzhybrid:8 zhybrid:16,8 zhybrid:16,4+ef bf16 int8:256+ef"}
+export SCHEMES=${SCHEMES:-"none naive:8 mzhybrid:8 zhybrid:16,8 zhybrid:16,6+ef bf16 int8:256+ef"}
 export STEPS=${STEPS:-20}
 ROUNDS=${ROUNDS:-3}
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "bench_sweep: ROUNDS '$ROUNDS' is not a positive integer" >&2; exit 2; }

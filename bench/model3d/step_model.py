@@ -389,7 +389,7 @@ def main():
     ap.add_argument("--host-mpc-gbps", type=float, default=2.0, help="measured host MPC GB/s (bench/codec)")
     ap.add_argument("--mpc-ratio", type=float, default=1.10, help="measured MPC ratio on the benchmark data")
     ap.add_argument("--sweep", metavar="DIR", help="check the model against bench/model/bench_sweep.sh's DIR instead")
-    ap.add_argument("--schemes", default="none naive:8 mzhybrid:8 zhybrid:16,8 zhybrid:16,4+ef bf16 int8:256+ef",
+    ap.add_argument("--schemes", default="none naive:8 mzhybrid:8 zhybrid:16,8 zhybrid:16,6+ef bf16 int8:256+ef",
                     help="with --sweep: the schemes, none first")
     ap.add_argument("--crossing", default="dp,pp", help="with --sweep: the axes that cross nodes")
     ap.add_argument("--nodes", type=int, default=4, help="with --sweep: emulated nodes")

@@ -138,6 +138,15 @@ int main(int argc, char** argv) {
                  "error feedback shape");
     EXPECT_ERROR(hcomm::runtime_communicator(MPI_COMM_WORLD, "mpc", small, true), errc::invalid_argument,
                  "needs a lossy codec", "error feedback on lossless");
+    // ZFP below its stable rate: refused when the communicator is made, and for doubles (which
+    // need rate 7) at the call, before the buffer or the residual is touched.
+    EXPECT_ERROR(hcomm::runtime_communicator(MPI_COMM_WORLD, "zfp:4", small, true), errc::invalid_argument,
+                 "residual grows", "error feedback over zfp:4");
+    hcomm::runtime_communicator c6(MPI_COMM_WORLD, "zfp:6", small, true);
+    std::vector<double> d(400, 1.0);
+    EXPECT_ERROR(c6.allreduce(std::span<double>(d)), errc::invalid_argument, "7 or more for double",
+                 "error feedback over zfp:6 on doubles");
+    CHECK(d[0] == 1.0 && d[399] == 1.0 && c6.residual<double>().empty(), "the refused call changed nothing");
   }
   return t::finish("test_bad_input");
 }

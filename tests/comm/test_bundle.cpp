@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   hcomm::grid g(std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3]));
-  for (const char* name : {"none", "naive:8", "mzhybrid:8", "zhybrid:16,8", "zhybrid:16,4+ef"})
+  for (const char* name : {"none", "naive:8", "mzhybrid:8", "zhybrid:16,8", "zhybrid:16,6+ef"})
     hcomm::dispatch_scheme(name, [&]<class S>() { exercise<S>(g); });
   return t::finish("test_bundle");
 }

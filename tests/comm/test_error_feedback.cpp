@@ -1,5 +1,5 @@
-// Error feedback for lossy DP gradients (ZFP rates 5 and 8; at rate 4 ZFP is not a contraction
-// on such data and the residual diverges): over 100 steps of noisy, biased gradients the running
+// Error feedback for lossy DP gradients (ZFP rates 6 and 8; below rate 6 ZFP is not a
+// contraction and the residual diverges, so hcomm refuses those rates with error feedback): over 100 steps of noisy, biased gradients the running
 // sum of decoded allreduce results tracks the running true sum with bounded drift (equal to the
 // ranks' summed residual), while without error feedback the drift keeps growing. Also: the
 // residual survives a checkpoint (residual() -> load_residual()) bit for bit. Built with

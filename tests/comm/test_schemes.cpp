@@ -44,9 +44,9 @@ static_assert(scheme::scheme_policy<scheme::mzhybrid<8>> && !scheme::scheme_poli
               !scheme::scheme_policy<Compressor<Lossless>>);
 
 // --- bundle types follow the scheme; error feedback lands on DP only ---
-using zb = bundle<scheme::with_error_feedback<scheme::zhybrid<16, 4>>>;
+using zb = bundle<scheme::with_error_feedback<scheme::zhybrid<16, 6>>>;
 static_assert(zb::dp_comm::error_feedback && !zb::pp_comm::error_feedback && !zb::tp_comm::error_feedback);
-static_assert(std::is_same_v<zb::dp_comm::compressor, Compressor<Lossy<4>>>);
+static_assert(std::is_same_v<zb::dp_comm::compressor, Compressor<Lossy<6>>>);
 static_assert(std::is_same_v<zb::pp_comm::axis, ParallelAxis<PP>>);
 static_assert(bundle<scheme::mzhybrid<8>>::tp_comm::config() ==
               codec::config{codec_id::mpc, dtype::f32, 0, true});

@@ -284,4 +284,17 @@ codec::config frame_config(const Cx& cx, codec::config c) {
   return c;
 }
 
+// Error feedback adds what each step lost to the next step's input; over a codec whose error
+// can exceed the values themselves (ZFP below rate 6 on floats) that residual grows without
+// bound, so such a pairing is refused (invalid_argument) rather than left to diverge.
+template <codec::codec_list_type Codecs = codec::registered_codecs>
+void check_feedback_stable(const codec::config& c, const std::string& label) {
+  if (!codec::is_feedback_stable<Codecs>(c))
+    fail(errc::invalid_argument,
+         label + ": error feedback over " + codec::to_string<Codecs>(c) + " on " + std::string(to_string(c.type)) +
+             " values diverges: the codec's error on some blocks is larger than the blocks, so the residual grows "
+             "every step; use a higher rate (zfp: 6 or more for float, bf16 and f16, 7 or more for double) or no "
+             "error feedback");
+}
+
 }  // namespace hcomm::algorithm

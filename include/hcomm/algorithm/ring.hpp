@@ -359,7 +359,10 @@ void allreduce(Cx& cx, codec::config cfg, std::span<T> data, T* residual = nullp
   const codec::config c = frame_config<T>(cx, cfg);
   typename Cx::timer tm(cx);
   cx.check_buffer(data.data(), data.size(), "allreduce data");
-  if (residual) cx.check_buffer(residual, data.size(), "allreduce residual");
+  if (residual) {
+    cx.check_buffer(residual, data.size(), "allreduce residual");
+    check_feedback_stable<typename Cx::codecs>(c, cx.label());
+  }
   cx.check_same(op_id::allreduce, data.size(), dtype_of<T>, c);
   const std::size_t n = data.size();
   const int p = cx.size();
@@ -397,7 +400,10 @@ void reduce_scatter(Cx& cx, codec::config cfg, std::span<const T> in, std::span<
                                      std::to_string(m));
   cx.check_buffer(in.data(), n, "reduce_scatter input");
   cx.check_buffer(out.data(), m, "reduce_scatter output");
-  if (residual) cx.check_buffer(residual, n, "reduce_scatter residual");
+  if (residual) {
+    cx.check_buffer(residual, n, "reduce_scatter residual");
+    check_feedback_stable<typename Cx::codecs>(c, cx.label());
+  }
   cx.check_same(op_id::reduce_scatter, n, dtype_of<T>, c);
   if (n == 0) return;
   const T* src = in.data();

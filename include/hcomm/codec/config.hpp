@@ -55,6 +55,13 @@ template <codec_list_type Codecs = registered_codecs>
 constexpr bool is_lossy(const config& c) {
   return list_ask<Codecs>(c.codec, [](auto t) { return bool(decltype(t)::lossy); });
 }
+// Whether error feedback over the codec of c keeps a bounded residual (traits.hpp:
+// feedback_stable); unregistered codecs and element types answer false.
+template <codec_list_type Codecs = registered_codecs>
+bool is_feedback_stable(const config& c) {
+  if (!is_registered<Codecs>(c.codec) || !is_valid(c.type)) return false;
+  return visit<Codecs>(c.codec, c.type, [&](auto codec) { return feedback_stable_of<decltype(codec)>(c.param); });
+}
 // Whether the codec of c sends the raw values (the collectives use MPI's own operations).
 template <codec_list_type Codecs = registered_codecs>
 constexpr bool is_identity(const config& c) {

@@ -34,6 +34,11 @@
 //                                collectives are a multiple of every listed codec's [1]
 //   identity                     the payload is the raw values; the collectives send such
 //                                messages with MPI's own operations [false]
+//   feedback_stable(k)           error feedback with this parameter keeps its residual bounded:
+//                                the codec's error on a block is smaller than the block
+//                                (||x - decode(encode(x))|| < ||x||), so x + e cannot grow step
+//                                after step; the communicators refuse error feedback where it is
+//                                false [true: a lossy codec vouches for itself]
 //   encode(..., ws, fused_checksum*)  hashes payload blocks while writing them (core/checksum.hpp)
 // Element types: Codec<float>, Codec<double>, Codec<hcomm::bf16> and Codec<hcomm::f16> are
 // asked (family_takes); a codec that does not take one constrains its parameter or leaves that
@@ -133,6 +138,11 @@ template <class C>
 constexpr std::size_t block_values_of() {
   if constexpr (requires { C::block_values; }) return C::block_values;
   else return 1;
+}
+template <class C>
+constexpr bool feedback_stable_of(unsigned p) {
+  if constexpr (requires { C::feedback_stable(p); }) return C::feedback_stable(p);
+  else return true;
 }
 template <class C>
 constexpr bool identity_of() {

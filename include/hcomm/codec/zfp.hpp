@@ -68,6 +68,13 @@ struct zfp_codec {
   using value_type = T;
 
   static constexpr bool valid_param(unsigned rate) noexcept { return rate >= 3 && rate <= 64; }
+  // Error feedback needs every block's error below the block's norm. A 1-D block spends 9
+  // (float) or 12 (double) of its 4 * rate bits on its exponent; with what is left, below
+  // rate 6 (float, bf16, f16) or 7 (double) some blocks decode further from the input than
+  // zero is (relative error up to about 4), and the residual then grows geometrically
+  // (tests/codec/zfp/test_zfp_feedback.cpp measures both sides of the line).
+  static constexpr unsigned min_feedback_rate = zfp_detail::traits<compute_of<T>>::ebits > 8 ? 7 : 6;
+  static constexpr bool feedback_stable(unsigned rate) noexcept { return rate >= min_feedback_rate; }
 
   // Bits per block: libzfp's floor(4 * rate + 0.5), at least 1 + exponent bits.
   static constexpr unsigned maxbits(unsigned rate) noexcept {

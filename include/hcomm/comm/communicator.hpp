@@ -57,6 +57,7 @@ class runtime_communicator {
                                        codec::list_usages<codec::registered_codecs>(
                                            [](auto c) { return bool(decltype(c)::lossy); }) +
                                        "), not " + codec::to_string(cfg_));
+    if (ef_) algorithm::check_feedback_stable(cfg_, cx_->label());
   }
   // "none", "mpc", "zfp:8"
   runtime_communicator(MPI_Comm comm, std::string_view codec_spec, comm_options opt = {}, bool error_feedback = false)
@@ -95,11 +96,11 @@ class runtime_communicator {
 
   template <element T>
   void allreduce(std::span<T> x) {
-    algorithm::allreduce(*cx_, cfg_, x, ef_ ? cx_->template residual_for<T>(x.size()) : nullptr);
+    algorithm::allreduce(*cx_, cfg_, x, feedback_residual<T>(x.size()));
   }
   template <element T>
   void reduce_scatter(std::span<const T> in, std::span<T> out) {
-    algorithm::reduce_scatter(*cx_, cfg_, in, out, ef_ ? cx_->template residual_for<T>(in.size()) : nullptr);
+    algorithm::reduce_scatter(*cx_, cfg_, in, out, feedback_residual<T>(in.size()));
   }
   template <element T>
   void allgather(std::span<const T> in, std::span<T> out) { algorithm::allgather(*cx_, cfg_, in, out); }
@@ -119,6 +120,15 @@ class runtime_communicator {
   std::unique_ptr<algorithm::context> cx_;  // on the heap: requests point at it, the communicator may move
   codec::config cfg_;
   bool ef_;
+
+  // The residual of n values of T, checked first (a refused call leaves none behind); null
+  // without error feedback.
+  template <element T>
+  T* feedback_residual(std::size_t n) {
+    if (!ef_) return nullptr;
+    algorithm::check_feedback_stable(algorithm::frame_config<T>(*cx_, cfg_), cx_->label());
+    return cx_->template residual_for<T>(n);
+  }
 };
 
 namespace detail {
@@ -164,6 +174,9 @@ struct communicator_traits {
   static_assert(!error_feedback || (axis::id == axis_id::dp && !compressor::is_lossless),
                 "hcomm: ErrorFeedback is for lossy DP gradients: combine it with ParallelAxis<DP> and "
                 "a lossy Compressor (Lossy<Rate>, Int8<Block> or Cast<BF16>)");
+  static_assert(!error_feedback || compressor::codec != codec_id::zfp || compressor::param >= 6,
+                "hcomm: ErrorFeedback over Lossy<Rate> needs Rate >= 6: below it ZFP's error on some blocks is "
+                "larger than the blocks and the residual grows every step (codec/zfp.hpp, feedback_stable)");
 };
 
 }  // namespace detail

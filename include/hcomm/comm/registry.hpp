@@ -25,8 +25,8 @@ using default_schemes =
     scheme_list<scheme::none, scheme::naive<4>, scheme::naive<8>, scheme::naive<16>, scheme::mzhybrid<4>,
                 scheme::mzhybrid<8>, scheme::mzhybrid<16>, scheme::zhybrid<16, 4>, scheme::zhybrid<16, 8>,
                 scheme::zhybrid<24, 8>, scheme::zhybrid<32, 16>,
-                scheme::with_error_feedback<scheme::naive<8>>, scheme::with_error_feedback<scheme::zhybrid<16, 4>>,
-                scheme::with_error_feedback<scheme::mzhybrid<4>>, scheme::bf16, scheme::int8<256>,
+                scheme::with_error_feedback<scheme::naive<8>>, scheme::with_error_feedback<scheme::zhybrid<16, 6>>,
+                scheme::with_error_feedback<scheme::mzhybrid<6>>, scheme::bf16, scheme::int8<256>,
                 scheme::with_error_feedback<scheme::int8<256>>>;
 
 template <class... S>

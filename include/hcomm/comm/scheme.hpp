@@ -8,7 +8,8 @@
 // The paper's schemes (Xu et al., arXiv 2409.02423): naive = one ZFP rate everywhere;
 // MZHybrid = lossless MPC on PP/TP traffic, ZFP on DP gradients; ZHybrid = ZFP everywhere,
 // more bits on PP/TP than on DP. with_error_feedback<S> adds error feedback to S's DP axis
-// (not in the paper; what lets low DP rates converge).
+// (not in the paper; what lets low DP rates converge). It needs a DP rate of 6 or more: below
+// that ZFP's error on some blocks exceeds the blocks and the residual grows every step.
 // The baselines a user would pick instead: bf16 = the bfloat16 cast on every axis (PyTorch
 // DDP's bf16 hook casts DP gradients; here PP activations and TP partial sums too, as a
 // bf16 mixed-precision run sends them); int8<B> = blockwise int8 on DP gradients (ZeRO++'s
@@ -77,6 +78,10 @@ template <scheme_policy S>
 struct with_error_feedback : S {
   static_assert(!S::template compressor<DP>::is_lossless,
                 "hcomm: with_error_feedback<S>: S's DP compressor is lossless; error feedback needs a lossy one");
+  static_assert(S::template compressor<DP>::codec != codec_id::zfp || S::template compressor<DP>::param >= 6,
+                "hcomm: with_error_feedback<S>: S's DP rate is below 6 bits per value, where ZFP's error on some "
+                "blocks is larger than the blocks and the residual grows every step (codec/zfp.hpp, "
+                "feedback_stable)");
   static constexpr bool error_feedback = true;
   static std::string name() { return S::name() + "+ef"; }
 };
