@@ -3,8 +3,8 @@
 #
 #   scripts/gpu-check.sh --prepare [--no-build] [--kit DIR]
 #       here (no GPU needed): build core_test_cuda, core_cuda_throughput, core_gpu_smoke,
-#       comm_test_device_transports, comm_test_nccl, hcomm-collective and
-#       model_test_cuda_portable_kernels (sm_80 and sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
+#       comm_test_device_transports, comm_test_nccl, hcomm-collective,
+#       model_test_cuda_portable_kernels and model_test_cuda_model (sm_80 and sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
 #       (default build-gpu/kit, git-ignored, at most 64 MiB: fails if over). --no-build packs
 #       what $BUILD_DIR (default build-gpu) already holds.
 #   scripts/gpu-check.sh [--kit DIR]
@@ -43,6 +43,8 @@
 #                  registered codec giving the host's frame bytes
 #   2b trainer-kernels  model_test_cuda_portable_kernels: train_gpt's portable kernels
 #                  (examples/gpt/portable/: LayerNorm, GELU, AdamW) on the GPU against the host
+#   2c trainer-model  model_test_cuda_model: the whole model (GPT-2, NeoX, BERT, bf16) in
+#                  device memory with cuBLAS GEMMs: loss, logits, gradients against the host
 #   3 device-collectives  2 ranks sharing the GPU: comm_test_device_transports (every
 #                  collective on exec::cuda over mpi_staged, and mpi_device where MPI is
 #                  CUDA-aware, bitwise against the host context)
@@ -178,7 +180,7 @@ requirements() {
 
 if [ $PREPARE = 1 ]; then
   BUILD_DIR=${BUILD_DIR:-$SRC/build-gpu}
-  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke comm_test_device_transports comm_test_nccl hcomm-collective model_test_cuda_portable_kernels"
+  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke comm_test_device_transports comm_test_nccl hcomm-collective model_test_cuda_portable_kernels model_test_cuda_model"
   if [ $BUILD = 1 ]; then
     NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
     [ -x "$NVCC" ] || { echo "gpu-check: no nvcc (set CUDACXX)" >&2; exit 1; }
@@ -587,6 +589,7 @@ else
   # 2 correctness, 3 device-resident collectives, 4 throughput.
   gpu_stage correctness 150 "$BIN/core_test_cuda" --durations yes
   gpu_stage trainer-kernels 30 "$BIN/model_test_cuda_portable_kernels"
+  gpu_stage trainer-model 60 "$BIN/model_test_cuda_model"
   mpi_stage device-collectives 90 comm_test_device_transports device_collectives
   mpi_stage nccl 60 comm_test_nccl nccl_check
   mpi_stage device-timing 60 hcomm-collective device_timing

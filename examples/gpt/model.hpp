@@ -10,6 +10,10 @@
 //
 // Layout: all parameters of the stage live in ONE allocation (`params`), carved into tensors
 // in the order of params.hpp's stage_tensors(); gradients and Adam moments mirror it.
+// Memory: every buffer is the backend's (Ops::array: std::vector on the CPU, device memory on
+// CUDA); tokens and targets come as host arrays and are staged where the backend's memory is
+// not the host's (Ops::host_memory), and the loss's per-row sums come back to the host.
+// logits() is a host view; params_host()/grads_host() copy out.
 // Column-parallel layers split their outputs over TP ranks, row-parallel ones their inputs;
 // row-parallel biases are added once, after the allreduce.
 //
@@ -60,6 +64,8 @@ template <class Ops = cpu_ops>
 class basic_stage_model {
  public:
   using ops_type = Ops;
+  template <class T>
+  using array = typename Ops::template array<T>;
   struct layer_p {  // parameter (or gradient) pointers of one block, local shards
     float *ln1_w, *ln1_b, *qkv_w, *qkv_b, *proj_w, *proj_b, *ln2_w, *ln2_b, *fc_w, *fc_b, *fcp_w, *fcp_b;
   };
@@ -87,8 +93,8 @@ class basic_stage_model {
 
     tensors_ = stage_tensors(c, place);
     const std::int64_t off = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().numel;
-    params.assign(off, 0.f);
-    grads.assign(off, 0.f);
+    params = be_.template make_array<float>(z(off));
+    grads = be_.template make_array<float>(z(off));
 
     // activations: one region per micro-batch (1F1B keeps up to pp of them alive; we keep all)
     const std::int64_t per_layer = N_ * C_ * 4 + N_ * 4 + N_ * 3 * Cl_ + S_ * nh_ * T_ * T_ + N_ * Cl_ + 2 * N_ * Hl_;
@@ -98,37 +104,45 @@ class basic_stage_model {
     if (last_ && c.is_bert()) head_numel_ += 3 * N_ * C_ + 2 * N_;
     embed_numel_ = first_ && c.bert_post_ln() ? N_ * C_ + 2 * N_ : 0;
     act_stride_ = N_ * C_ + per_layer * (l1_ - l0_) + head_numel_ + embed_numel_;
-    acts_.assign(static_cast<std::size_t>(act_stride_ * M_), 0.f);
-    dres_.assign(N_ * C_, 0.f);
-    dln_a_.assign(N_ * C_, 0.f);
-    dln_b_.assign(N_ * C_, 0.f);
-    dhid_.assign(N_ * Hl_, 0.f);
-    dqkv_.assign(N_ * 3 * Cl_, 0.f);
-    datty_.assign(N_ * Cl_, 0.f);
-    dP_.assign(T_ * T_, 0.f);
+    acts_ = be_.template make_array<float>(z(act_stride_ * M_));
+    dres_ = be_.template make_array<float>(z(N_ * C_));
+    dln_a_ = be_.template make_array<float>(z(N_ * C_));
+    dln_b_ = be_.template make_array<float>(z(N_ * C_));
+    dhid_ = be_.template make_array<float>(z(N_ * Hl_));
+    dqkv_ = be_.template make_array<float>(z(N_ * 3 * Cl_));
+    datty_ = be_.template make_array<float>(z(N_ * Cl_));
+    dP_ = be_.template make_array<float>(z(T_ * T_));
     if (last_) {
-      logits_.assign(N_ * Vl_, 0.f);
-      ce_max_.assign(N_, 0.f);
-      ce_gather_.assign(N_ * tp, 0.f);
-      ce_sums_.assign(2 * N_, 0.f);
+      logits_ = be_.template make_array<float>(z(N_ * Vl_));
+      ce_max_ = be_.template make_array<float>(z(N_));
+      ce_gather_ = be_.template make_array<float>(z(N_ * tp));
+      ce_sums_ = be_.template make_array<float>(z(2 * N_));
+    }
+    if constexpr (!Ops::host_memory) {
+      if (first_) tokens_ = be_.template make_array<int>(z(N_));
+      if (last_) targets_ = be_.template make_array<int>(z(N_));
     }
     if (rot_ > 0) {
       const int half = rot_ / 2;
-      cos_.resize(static_cast<std::size_t>(T_) * half);
-      sin_.resize(cos_.size());
+      std::vector<float> cs(static_cast<std::size_t>(T_) * half), sn(cs.size());
       for (int t = 0; t < T_; ++t)
         for (int i = 0; i < half; ++i) {
           // inv_freq = 10000^(-2i/rot), computed in float like PyTorch's reference
           const float inv = 1.f / std::pow(10000.f, static_cast<float>(2 * i) / static_cast<float>(rot_));
           const float a = static_cast<float>(t) * inv;
-          cos_[t * half + i] = std::cos(a);
-          sin_[t * half + i] = std::sin(a);
+          cs[t * half + i] = std::cos(a);
+          sn[t * half + i] = std::sin(a);
         }
+      cos_ = be_.template make_array<float>(cs.size());
+      sin_ = be_.template make_array<float>(sn.size());
+      be_.upload(cos_.data(), cs.data(), cs.size());
+      be_.upload(sin_.data(), sn.data(), sn.size());
     }
   }
 
   // ---- parameters -------------------------------------------------------------------------
   const config& cfg() const { return cfg_; }
+  const Ops& ops() const { return be_; }
   const std::vector<param_spec>& specs() const { return specs_; }
   const std::vector<local_tensor>& tensors() const { return tensors_; }
   bool is_first() const { return first_; }
@@ -141,7 +155,8 @@ class basic_stage_model {
 
   // Same values on every grid: each global tensor is drawn from its own seeded stream.
   void init_params() {
-    std::vector<float> g;
+    std::vector<float> g, staged;
+    float* dst = host_target(staged);
     for (const auto& t : tensors_) {
       const auto& s = specs_[t.global];
       g.assign(static_cast<std::size_t>(s.numel()), s.init_value);
@@ -149,14 +164,21 @@ class basic_stage_model {
         rng r{cfg_.seed * 1000003ull + static_cast<std::uint64_t>(t.global) * 7919ull};
         for (auto& x : g) x = static_cast<float>(r.normal() * s.init_std);
       }
-      extract_shard(s, g.data(), place_.tp, place_.tp_rank, params.data() + t.offset);
+      extract_shard(s, g.data(), place_.tp, place_.tp_rank, dst + t.offset);
     }
+    if constexpr (!Ops::host_memory) be_.upload(params.data(), staged.data(), staged.size());
   }
   // Loads from global tensors (e.g. the PyTorch debug state): global[i] is tensor i of global_specs.
   void load_global(const std::vector<std::vector<float>>& global) {
+    std::vector<float> staged;
+    float* dst = host_target(staged);
     for (const auto& t : tensors_)
-      extract_shard(specs_[t.global], global[t.global].data(), place_.tp, place_.tp_rank, params.data() + t.offset);
+      extract_shard(specs_[t.global], global[t.global].data(), place_.tp, place_.tp_rank, dst + t.offset);
+    if constexpr (!Ops::host_memory) be_.upload(params.data(), staged.data(), staged.size());
   }
+  // Host copies of the parameters and gradients (the arrays themselves on the CPU backend).
+  std::vector<float> params_host() const { return host_copy(params); }
+  std::vector<float> grads_host() const { return host_copy(grads); }
   void zero_grads() { zero(grads); }
   void set_block_ops(block_ops* ops) { ops_ = ops; }
 
@@ -164,17 +186,11 @@ class basic_stage_model {
   // only from tp rank 0 and the tied copy never, so summing over TP and PP counts each once.
   double local_grad_sq() const {
     double s = 0.0;
-    for (const auto& t : tensors_) {
-      if (!t.counts_in_norm) continue;
-      double a = 0.0;
-      for (std::int64_t i = t.offset; i < t.offset + t.numel; ++i) a += static_cast<double>(grads[i]) * grads[i];
-      s += a;
-    }
+    for (const auto& t : tensors_)
+      if (t.counts_in_norm) s += be_.sum_squares(grads.data() + t.offset, t.numel);
     return s;
   }
-  void scale_grads(float f) {
-    for (auto& g : grads) g *= f;
-  }
+  void scale_grads(float f) { be_.scale(grads.data(), static_cast<std::int64_t>(grads.size()), f); }
 
   // ---- forward / backward of one micro-batch ------------------------------------------------
   // First stage: tokens[N] are embedded; other stages: input(mb) must hold the received
@@ -183,7 +199,7 @@ class basic_stage_model {
   template <class Tp>
   double forward(int mb, const int* tokens, const int* targets, Tp& tp, float loss_scale, bool want_grad = true) {
     float* x = input(mb);
-    if (first_) embed_forward(mb, x, tokens, tp);
+    if (first_) embed_forward(mb, x, staged(tokens_, tokens), tp);
     if (first_) to_storage(x);
     for (int l = l0_; l < l1_; ++l) {
       layer_forward(l, acts_of(mb, l), x, tp);
@@ -209,7 +225,17 @@ class basic_stage_model {
   // Gradient w.r.t. the stage output (to fill from the next stage before backward) and,
   // after backward, w.r.t. the stage input (to send to the previous stage).
   float* dres() { return dres_.data(); }
-  const float* logits() const { return logits_.data(); }  // valid after forward on the last stage
+  // The last forward's logits [N, V/tp] on the host (copied there on backends with their own
+  // memory; valid until the next forward); logits_data() is the backend's buffer.
+  const float* logits() const {
+    if constexpr (Ops::host_memory) return logits_.data();
+    else {
+      logits_host_.resize(logits_.size());
+      be_.download(logits_host_.data(), logits_.data(), logits_.size());
+      return logits_host_.data();
+    }
+  }
+  float* logits_data() { return logits_.data(); }
 
   // `final_from(offset)` (optional) is called as backward goes: every gradient at
   // allocation offsets >= offset has received this micro-batch's contribution (after the
@@ -229,7 +255,7 @@ class basic_stage_model {
       // the vocabulary, so the input gradient is a partial sum over TP ranks.
       zero(dln_a_);
       be_.matmul_backward(dln_a_.data(), g_lm(), nullptr, logits_.data(), ha.lnf, p_lm(), N_, C_, Vl_, false);
-      tp.allreduce(std::span<float>(dln_a_));
+      tp.allreduce(sp(dln_a_));
       zero(dres_);
       be_.layernorm_backward(dres_.data(), g_lnf_w(), g_lnf_b(), dln_a_.data(), acts_of(mb, l1_ - 1).out, p_lnf_w(),
                             ha.meanf, ha.rstdf, N_, C_);
@@ -270,7 +296,40 @@ class basic_stage_model {
  private:
   // --precision bf16: an activation [N, C] (a block's output, or the gradient flowing into one)
   // is stored as its bfloat16 rounding, as it would be sent over PP.
-  void zero(std::vector<float>& v) const { be_.fill(v.data(), static_cast<std::int64_t>(v.size()), 0.f); }
+  void zero(array<float>& v) const { be_.fill(v.data(), static_cast<std::int64_t>(v.size()), 0.f); }
+  static std::size_t z(std::int64_t n) { return static_cast<std::size_t>(n); }
+  static std::span<float> sp(array<float>& v) { return {v.data(), v.size()}; }
+  // Where the host writes a whole parameter image: the array itself when the host may, else
+  // `staged`, sized for it (the caller uploads it).
+  float* host_target(std::vector<float>& staged) {
+    if constexpr (Ops::host_memory) return params.data();
+    else {
+      staged.assign(params.size(), 0.f);
+      return staged.data();
+    }
+  }
+  std::vector<float> host_copy(const array<float>& a) const {
+    std::vector<float> h(a.size());
+    be_.download(h.data(), a.data(), a.size());
+    return h;
+  }
+  // A micro-batch's host ints in the backend's memory (the host array itself where it may).
+  const int* staged(array<int>& dst, const int* host) const {
+    if constexpr (Ops::host_memory) return host;
+    else {
+      be_.upload(dst.data(), host, dst.size());
+      return dst.data();
+    }
+  }
+  // A small backend array on the host: the array itself, or its copy in `mirror`.
+  float* on_host(array<float>& a, std::vector<float>& mirror) const {
+    if constexpr (Ops::host_memory) return a.data();
+    else {
+      mirror.resize(a.size());
+      be_.download(mirror.data(), a.data(), a.size());
+      return mirror.data();
+    }
+  }
   void to_storage(float* x) const {
     if (cfg_.bf16) be_.round_bf16(x, N_ * C_);
   }
@@ -433,7 +492,7 @@ class basic_stage_model {
     lin_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, d, a.g, p.fcp_w, N, H, C);  // d g [N,4C/tp]
     be_.gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);                              // d h
     lin_backward(l, 2, dln_b_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln2, p.fc_w, N, C, H);
-    tp.allreduce(std::span<float>(dln_b_));                                                 // d ln2 [N,C]
+    tp.allreduce(sp(dln_b_));                                                 // d ln2 [N,C]
     if (gpt2) {
       // d r1 = d out + ln2'(d ln2); the attention branch then sees d r1
       be_.layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), mlp_in, p.ln2_w, a.mean2, a.rstd2, N, C);
@@ -444,7 +503,7 @@ class basic_stage_model {
       be_.attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_, causal_);
     be_.rotary_apply(dqkv_.data(), cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, true);
     lin_backward(l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), a.ln1, p.qkv_w, N, C, 3 * Cl);
-    tp.allreduce(std::span<float>(dln_a_));                                                 // d ln1 [N,C]
+    tp.allreduce(sp(dln_a_));                                                 // d ln1 [N,C]
     if (!gpt2) be_.layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), x, p.ln2_w, a.mean2, a.rstd2, N, C);
     be_.layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), x, p.ln1_w, a.mean1, a.rstd1, N, C);  // d x
   }
@@ -486,7 +545,7 @@ class basic_stage_model {
     lin_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, dln_b_.data(), a.g, p.fcp_w, N, H, C);
     be_.gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);
     lin_backward(l, 2, dln_a_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln1, p.fc_w, N, C, H);
-    tp.allreduce(std::span<float>(dln_a_));
+    tp.allreduce(sp(dln_a_));
     be_.add_inplace(dln_a_.data(), dln_b_.data(), N * C);                                                  // d y1
     zero(dres_);
     be_.layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), a.r1, p.ln1_w, a.mean1, a.rstd1, N, C);  // d r1
@@ -494,7 +553,7 @@ class basic_stage_model {
     if (!ops_ || !ops_->attention_backward(dqkv_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_))
       be_.attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_, causal_);
     lin_backward(l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), x, p.qkv_w, N, C, 3 * Cl);
-    tp.allreduce(std::span<float>(dln_a_));
+    tp.allreduce(sp(dln_a_));
     be_.add_inplace(d, dln_a_.data(), N * C);                                                              // d x
   }
 
@@ -517,7 +576,7 @@ class basic_stage_model {
   void mlm_head_backward(const head_a& h, const float* x, Tp& tp) {
     const int m = mlm_tensor();
     be_.matmul_backward(dln_a_.data(), g_lm(), g_at(m + 4), logits_.data(), h.mln, p_lm(), N_, C_, Vl_, false);
-    tp.allreduce(std::span<float>(dln_a_));  // partial sums over the vocabulary shards
+    tp.allreduce(sp(dln_a_));  // partial sums over the vocabulary shards
     zero(dln_b_);
     be_.layernorm_backward(dln_b_.data(), g_at(m + 2), g_at(m + 3), dln_a_.data(), h.mg, p_at(m + 2), h.meanm, h.rstdm,
                           N_, C_);
@@ -534,29 +593,38 @@ class basic_stage_model {
   // Vocab-parallel cross-entropy over logits_[N, V/tp]: the global row max comes from an
   // allgather of local maxima, the sum of exponentials and the target logit from one
   // allreduce; the backward needs no communication.
+  // targets: the host array (the loss is summed on the host from the per-row sums).
   template <class Tp>
   double cross_entropy(const int* targets, Tp& tp, float loss_scale, bool want_grad) {
     const std::int64_t N = N_, V = Vl_, v0 = static_cast<std::int64_t>(place_.tp_rank) * Vl_;
-    float* z = logits_.data();
-    be_.ce_row_max(ce_max_.data(), z, N, V);
+    float* zl = logits_.data();
+    const int* tg = staged(targets_, targets);
+    be_.ce_row_max(ce_max_.data(), zl, N, V);
+    float* mx = nullptr;
     if (place_.tp > 1) {
-      exact_allgather(tp, std::span<const float>(ce_max_), std::span<float>(ce_gather_));
+      exact_allgather(tp, std::span<const float>(ce_max_.data(), ce_max_.size()), sp(ce_gather_));
+      const float* gathered = on_host(ce_gather_, ce_gather_host_);
+      mx = on_host(ce_max_, ce_max_host_);
       for (std::int64_t n = 0; n < N; ++n) {
-        float m = ce_gather_[n];
-        for (int r = 1; r < place_.tp; ++r) m = ce_gather_[r * N + n] > m ? ce_gather_[r * N + n] : m;
-        ce_max_[n] = m;
+        float m = gathered[n];
+        for (int r = 1; r < place_.tp; ++r) m = gathered[r * N + n] > m ? gathered[r * N + n] : m;
+        mx[n] = m;
       }
+      if constexpr (!Ops::host_memory) be_.upload(ce_max_.data(), mx, z(N));
+    } else {
+      mx = on_host(ce_max_, ce_max_host_);
     }
-    be_.ce_sums(ce_sums_.data(), z, ce_max_.data(), targets, N, V, v0);
-    exact_allreduce(tp, std::span<float>(ce_sums_));
+    be_.ce_sums(ce_sums_.data(), zl, ce_max_.data(), tg, N, V, v0);
+    exact_allreduce(tp, sp(ce_sums_));
+    const float* sums = on_host(ce_sums_, ce_sums_host_);
     double loss = 0.0;
     correct_ = 0;
     for (std::int64_t n = 0; n < N; ++n)
       if (targets[n] >= 0) {
-        loss += static_cast<double>(std::log(ce_sums_[n]) + ce_max_[n] - ce_sums_[N + n]);
-        correct_ += ce_sums_[N + n] >= ce_max_[n];  // the target's logit is the global maximum
+        loss += static_cast<double>(std::log(sums[n]) + mx[n] - sums[N + n]);
+        correct_ += sums[N + n] >= mx[n];  // the target's logit is the global maximum
       }
-    if (want_grad) be_.ce_grad(z, ce_max_.data(), ce_sums_.data(), targets, N, V, v0, loss_scale);
+    if (want_grad) be_.ce_grad(zl, ce_max_.data(), ce_sums_.data(), tg, N, V, v0, loss_scale);
     return loss;
   }
 
@@ -569,13 +637,16 @@ class basic_stage_model {
   int l0_ = 0, l1_ = 0;
   int T_ = 0, C_ = 0, nh_ = 0, hd_ = 0, Cl_ = 0, Hl_ = 0, Vl_ = 0, rot_ = 0;
   std::int64_t N_ = 0, act_stride_ = 0, head_numel_ = 0, embed_numel_ = 0, correct_ = 0;
-  std::vector<float> acts_, dres_, dln_a_, dln_b_, dhid_, dqkv_, datty_, dP_, logits_, ce_max_, ce_gather_, ce_sums_;
-  std::vector<float> cos_, sin_;
+  array<float> acts_, dres_, dln_a_, dln_b_, dhid_, dqkv_, datty_, dP_, logits_, ce_max_, ce_gather_, ce_sums_;
+  array<float> cos_, sin_;
+  array<int> tokens_, targets_;  // staged micro-batch (backends without host memory)
+  // host copies of the loss's small arrays and of the logits (backends without host memory)
+  mutable std::vector<float> ce_max_host_, ce_gather_host_, ce_sums_host_, logits_host_;
   block_ops* ops_ = nullptr;  // not owned; null: dense kernels only
   Ops be_;                    // the backend that runs the layers
 
  public:
-  std::vector<float> params, grads;  // one allocation each, carved by tensors()
+  array<float> params, grads;  // one allocation each, carved by tensors()
 };
 
 using stage_model = basic_stage_model<cpu_ops>;

@@ -13,22 +13,64 @@
 //   rotary_apply, attention_forward/backward, residual_forward, add_inplace, add_bias_rows,
 //   round_bf16, embed_tokens, add_positions, embed_tokens_backward, add_positions_backward,
 //   ce_row_max, ce_sums, ce_grad.
+// Memory: `array<T>` (here std::vector<T>) is the backend's buffer, made zeroed by make_array;
+// host_memory says whether the host may read it (if not, the model stages tokens and targets
+// with upload and reads small results back with download); sum_squares returns the sum of
+// squares in double, scale multiplies in place.
 // attention_forward keeps what its backward needs in `att` ([B, nh, T, T] floats): the
 // probabilities here; attention_backward gets the forward's output too, for backends that
 // recompute the probabilities from it.
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "hcomm/exec/threads.hpp"
 #include "kernels.hpp"
+#include "portable/adamw.hpp"
 
 namespace gpt {
 
 struct cpu_ops {
   using idx = k::idx;
   static constexpr const char* name = "cpu";
+  static constexpr bool host_memory = true;
+  template <class T>
+  using array = std::vector<T>;
+
+  template <class T>
+  array<T> make_array(std::size_t n) const {
+    return array<T>(n, T{});
+  }
+  template <class T>
+  void upload(T* dst, const T* host, std::size_t n) const {
+    std::copy(host, host + n, dst);
+  }
+  template <class T>
+  void download(T* host, const T* src, std::size_t n) const {
+    std::copy(src, src + n, host);
+  }
+  template <class T>
+  void copy(T* dst, const T* src, std::size_t n) const {
+    std::copy(src, src + n, dst);
+  }
+  // One tensor's AdamW step (portable/adamw.hpp's arithmetic); rounded: see there.
+  void adamw_update(float* p, float* m, float* v, const float* g, idx n, const portable::adamw_update::coeffs& c,
+                    float* rounded) const {
+    const portable::adamw_update u{p, m, v, g, c, rounded};
+#pragma omp parallel for if (n > k::par_min) num_threads(hcomm::exec::default_threads())
+    for (idx i = 0; i < n; ++i) u(static_cast<std::size_t>(i));
+  }
+  double sum_squares(const float* g, idx n) const {
+    double a = 0.0;
+    for (idx i = 0; i < n; ++i) a += static_cast<double>(g[i]) * g[i];
+    return a;
+  }
+  void scale(float* x, idx n, float f) const {
+    for (idx i = 0; i < n; ++i) x[i] *= f;
+  }
 
   void fill(float* x, idx n, float v) const { std::fill(x, x + n, v); }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b, idx N,

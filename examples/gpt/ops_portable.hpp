@@ -10,20 +10,27 @@
 // Attention is the flash-style kernel: its `att` buffer keeps the rows' log-sum-exp ([B, nh,
 // T]) and, in backward, D = rowsum(dO * O) after it, instead of the probabilities. The
 // embedding's token gradient is a gather over positions grouped by token (built on the host
-// from the micro-batch's tokens). Memory: the executor's (host memory for the host executors).
+// from the micro-batch's tokens, then copied to the executor). Memory: the executor's, in
+// device_array buffers; the model treats it as device memory on every executor
+// (host_memory = false: tokens and targets are staged, small results copied back), so the
+// host executors run the CUDA path's staging too.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
+#include "device_array.hpp"
 #include "gemm_host.hpp"
 #include "hcomm/core/error.hpp"
+#include "portable/adamw.hpp"
 #include "portable/attention.hpp"
 #include "portable/cross_entropy.hpp"
 #include "portable/elementwise.hpp"
 #include "portable/embedding.hpp"
 #include "portable/gelu.hpp"
+#include "portable/grad_norm.hpp"
 #include "portable/layernorm.hpp"
 #include "portable/rotary.hpp"
 
@@ -34,12 +41,55 @@ struct portable_ops {
   using idx = std::ptrdiff_t;
   static constexpr const char* name = "portable";
   // Threads per team of the row kernels (LayerNorm: one team per row) and of attention.
-  static constexpr int row_team = 128, attention_team = 64;
+  static constexpr int row_team = 128, attention_team = 64, norm_team = 256;
+  static constexpr bool host_memory = false;
+  template <class T>
+  using array = device_array<T, Exec>;
   Exec ex{};
   Gemm gemm{};
 
+  portable_ops() = default;
+  portable_ops(Exec e, Gemm g = {}) : ex(std::move(e)), gemm(std::move(g)) {}
+
   static std::size_t z(idx n) { return static_cast<std::size_t>(n); }
   static int i32(idx n) { return static_cast<int>(n); }
+
+  // ---- memory ----
+  template <class T>
+  array<T> make_array(std::size_t n) const {
+    return array<T>(ex, n);
+  }
+  template <class T>
+  void upload(T* dst, const T* host, std::size_t n) const {
+    ex.from_host(dst, host, n * sizeof(T));
+  }
+  template <class T>
+  void download(T* host, const T* src, std::size_t n) const {
+    ex.to_host(host, src, n * sizeof(T));
+  }
+
+  template <class T>
+  void copy(T* dst, const T* src, std::size_t n) const {
+    ex.copy(dst, src, n * sizeof(T));
+  }
+  void adamw_update(float* p, float* m, float* v, const float* g, idx n, const portable::adamw_update::coeffs& k,
+                    float* rounded) const {
+    ex.for_each(z(n), portable::adamw_update{p, m, v, g, k, rounded});
+  }
+  // sum of g[i]^2 in double (grad_norm.hpp's fixed order), on the host when it returns
+  double sum_squares(const float* g, idx n) const {
+    if (n <= 0) return 0.0;
+    const portable::sum_squares_chunks k1{nullptr, g, z(n)};
+    scratch& s = *scratch_;
+    if (s.partial.size() < k1.league()) s.partial = make_array<double>(k1.league());
+    if (s.total.empty()) s.total = make_array<double>(1);
+    ex.launch(k1.league(), norm_team, portable::sum_squares_chunks{s.partial.data(), g, z(n)});
+    ex.launch(1, norm_team, portable::sum_partials{s.total.data(), s.partial.data(), k1.league()});
+    double t = 0;
+    download(&t, s.total.data(), 1);
+    return t;
+  }
+  void scale(float* x, idx n, float f) const { ex.for_each(z(n), portable::scale{x, f}); }
 
   void fill(float* x, idx n, float v) const { ex.for_each(z(n), portable::fill{x, v}); }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b, idx N,
@@ -108,9 +158,15 @@ struct portable_ops {
   void add_positions(float* x, const float* wpe, idx N, idx T, idx C) const {
     ex.for_each(z(N * C), portable::add_positions{x, wpe, i32(T), i32(C)});
   }
+  // tokens: the micro-batch's host array (the buckets are sorted on the host).
   void embed_tokens_backward(float* dwte, const float* d, const int* tokens, idx N, idx C, idx v0, idx Vl) const {
     const auto b = portable::token_buckets(tokens, z(N), i32(v0), i32(Vl));
-    ex.for_each(z(Vl * C), portable::embedding_backward_wte{dwte, d, b.starts.data(), b.rows.data(), i32(C)});
+    scratch& s = *scratch_;
+    if (s.starts.size() < b.starts.size()) s.starts = make_array<std::int32_t>(b.starts.size());
+    if (s.rows.size() < b.rows.size()) s.rows = make_array<std::int32_t>(b.rows.size());
+    upload(s.starts.data(), b.starts.data(), b.starts.size());
+    upload(s.rows.data(), b.rows.data(), b.rows.size());
+    ex.for_each(z(Vl * C), portable::embedding_backward_wte{dwte, d, s.starts.data(), s.rows.data(), i32(C)});
   }
   void add_positions_backward(float* dwpe, const float* d, idx N, idx T, idx C) const {
     ex.for_each(z(T * C), portable::embedding_backward_wpe{dwpe, d, i32(N / T), i32(T), i32(C)});
@@ -128,6 +184,13 @@ struct portable_ops {
   }
 
  private:
+  // Work buffers of the calls above, grown as needed (shared by copies of the backend).
+  struct scratch {
+    array<double> partial, total;
+    array<std::int32_t> starts, rows;
+  };
+  std::shared_ptr<scratch> scratch_ = std::make_shared<scratch>();
+
   // The flash kernels' limits, and room for lse and D in the model's [B, nh, T, T] buffer.
   static void check_attention(idx T, idx hd) {
     if (hd > portable::attention_forward::max_hd || T < 2)

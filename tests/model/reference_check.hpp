@@ -182,7 +182,7 @@ void check_reference(const std::string& arch) {
 
       // 10 AdamW steps on the same batch, with clipping and the warm-up + cosine schedule
       m.load_global(s.params);
-      gpt::adamw opt(m.params.size());
+      gpt::basic_adamw<typename Model::ops_type> opt(m.params.size(), m.ops());
       for (int step = 0; step < s.steps; ++step) {
         m.zero_grads();
         double ls = 0;

@@ -15,6 +15,7 @@
 #include "hcomm/exec/host_check.hpp"
 #include "model.hpp"
 #include "ops_portable.hpp"
+#include "model_pass.hpp"
 #include "reference_check.hpp"
 
 namespace {
@@ -22,48 +23,8 @@ namespace {
 using checked_model = gpt::basic_stage_model<gpt::portable_ops<hcomm::exec::host_check>>;
 using host_model = gpt::basic_stage_model<gpt::portable_ops<hcomm::exec::host>>;
 
-struct pass {
-  double loss = 0;
-  std::vector<float> logits, grads;
-};
-
-// Two micro-batches of forward and backward from the model's own initialisation.
-template <class Model>
-pass run(const gpt::config& c, const std::vector<int>& tokens, const std::vector<int>& targets, int micro,
-         typename Model::ops_type ops = {}) {
-  const int M = 2;
-  Model m(c, {}, micro, M, ops);
-  m.init_params();
-  gpt::solo_tp tp;
-  const std::int64_t N = static_cast<std::int64_t>(micro) * c.block;
-  int predicted = 0;
-  for (int t : targets) predicted += t >= 0;
-  pass r;
-  m.zero_grads();
-  for (int mb = 0; mb < M; ++mb) {
-    r.loss += m.forward(mb, tokens.data() + mb * N, targets.data() + mb * N, tp, 1.f / static_cast<float>(predicted),
-                        false);
-    r.logits.insert(r.logits.end(), m.logits(), m.logits() + N * m.local_vocab());
-    m.forward(mb, tokens.data() + mb * N, targets.data() + mb * N, tp, 1.f / static_cast<float>(predicted), true);
-    m.backward(mb, tokens.data() + mb * N, tp);
-  }
-  r.grads = m.grads;
-  return r;
-}
-
-gpt::config small_config(gpt::arch_kind a, bool post_ln, bool bf16) {
-  gpt::config c;
-  c.arch = a;
-  c.layers = 2;
-  c.channels = 64;
-  c.heads = 4;
-  c.block = 40;  // not a multiple of the attention tiles (32)
-  c.post_ln = post_ln;
-  c.bf16 = bf16;
-  if (a == gpt::arch_kind::neox) c.rotary_pct = 0.5f;
-  if (c.is_bert()) c.vocab = 264;  // bytes and the special tokens
-  return c;
-}
+using gpt_test::pass;
+using gpt_test::small_config;
 
 }  // namespace
 
@@ -88,22 +49,19 @@ TEST_CASE("portable backend: host-check = host bitwise, and the CPU backend to r
     INFO(v.name);
     const gpt::config c = small_config(v.arch, v.post_ln, v.bf16);
     const int micro = 3;
-    const std::size_t n = static_cast<std::size_t>(2 * micro * c.block);
-    std::mt19937 rng(7);
-    std::vector<int> tokens(n), targets(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      tokens[i] = static_cast<int>(rng() % static_cast<unsigned>(c.vocab));
-      // BERT predicts some positions only (targets < 0 elsewhere); GPT every one.
-      targets[i] = c.is_bert() && rng() % 4 != 0 ? -1 : static_cast<int>(rng() % 256);
-    }
-    const pass cpu = run<gpt::stage_model>(c, tokens, targets, micro);
-    const pass host = run<host_model>(c, tokens, targets, micro);
+    const auto [tokens, targets] = gpt_test::random_batch(c, static_cast<std::size_t>(2 * micro * c.block), 7);
+    const pass cpu = gpt_test::run_pass<gpt::stage_model>(c, tokens, targets, micro);
+    const pass host = gpt_test::run_pass<host_model>(c, tokens, targets, micro);
     for (std::uint64_t seed : {1u, 2u}) {
-      const pass chk = run<checked_model>(c, tokens, targets, micro, {hcomm::exec::host_check{.seed = seed}, {}});
+      const pass chk =
+          gpt_test::run_pass<checked_model>(c, tokens, targets, micro, {hcomm::exec::host_check{.seed = seed}, {}});
       CHECK(chk.loss == host.loss);
       CHECK(chk.logits == host.logits);
       CHECK(chk.grads == host.grads);
+      CHECK(chk.grad_sq == host.grad_sq);
     }
+    // The gradient norm's fixed-order sum (grad_norm.hpp) against the CPU backend's loop.
+    CHECK(std::fabs(host.grad_sq - cpu.grad_sq) <= 1e-4 * cpu.grad_sq);
     // Observed: fp32 relative L2 errors about 4e-7 (logits and gradients), bf16 6e-5 (logits)
     // and 1.3e-4 (gradients): bf16 rounds activations to 8 bits of mantissa, so a last-bit
     // difference of a sum can move one rounding a whole bf16 step. Bounds about 10-25x that.
@@ -116,5 +74,33 @@ TEST_CASE("portable backend: host-check = host bitwise, and the CPU backend to r
     const auto gr = gpt_test::compare(host.grads.data(), cpu.grads.data(), cpu.grads.size(), 1e-6, 1e-3);
     INFO("grads max abs " << gr.max_abs << " rel l2 " << gr.rel_l2);
     CHECK(gr.rel_l2 <= (v.bf16 ? 5e-3 : 1e-5));
+  }
+}
+
+TEST_CASE("portable backend: AdamW steps (and bf16 master weights) as the CPU backend's", "[model][portable]") {
+  for (const bool bf16 : {false, true}) {
+    INFO((bf16 ? "bf16" : "fp32"));
+    gpt::config c = small_config(gpt::arch_kind::gpt2, false, bf16);
+    c.steps = 6;
+    c.warmup = 2;
+    c.lr = 3e-3f;
+    const int micro = 2;
+    const auto [tokens, targets] = gpt_test::random_batch(c, static_cast<std::size_t>(2 * micro * c.block), 3);
+    std::vector<float> w_cpu, w_host, w_chk;
+    const auto cpu = gpt_test::train_losses<gpt::stage_model>(c, tokens, targets, micro, c.steps, &w_cpu);
+    const auto host = gpt_test::train_losses<host_model>(c, tokens, targets, micro, c.steps, &w_host);
+    const auto chk =
+        gpt_test::train_losses<checked_model>(c, tokens, targets, micro, c.steps, &w_chk, {hcomm::exec::host_check{}, {}});
+    CHECK(chk == host);
+    CHECK(w_chk == w_host);
+    CHECK(host.back() < host.front());  // it learns
+    for (std::size_t i = 0; i < cpu.size(); ++i) {
+      INFO("step " << i << ": portable " << host[i] << " cpu " << cpu[i]);
+      CHECK(std::fabs(host[i] - cpu[i]) <= (bf16 ? 1e-4 : 1e-5) * std::fabs(cpu[i]));
+    }
+    // bf16: the model's weights are the master copy's rounding, so they are bf16 values
+    bool all_bf16 = true;
+    for (float x : w_host) all_bf16 = all_bf16 && x == hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(x));
+    CHECK(all_bf16 == bf16);
   }
 }

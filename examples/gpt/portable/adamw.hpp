@@ -4,10 +4,13 @@
 //
 //   const auto k = gpt::portable::adamw_update::coefficients(lr, t, beta1, beta2, eps, wd, decays);
 //   ex.for_each(numel, gpt::portable::adamw_update{p + off, m + off, v + off, g + off, k});
+//   // bf16 runs: p is the fp32 master copy, `rounded` (the model's weights) gets its rounding
+//   ex.for_each(numel, gpt::portable::adamw_update{p + off, m + off, v + off, g + off, k, w + off});
 #pragma once
 #include <cmath>
 #include <cstddef>
 
+#include "hcomm/core/bfloat16.hpp"
 #include "hcomm/core/macros.hpp"
 
 namespace gpt::portable {
@@ -24,6 +27,7 @@ struct adamw_update {
   float* v;
   const float* g;
   coeffs k;
+  float* rounded = nullptr;  // bf16 runs: receives p's bfloat16 rounding
 
   // The coefficients of step t (1-based) at learning rate lr, as optim.hpp computes them.
   static coeffs coefficients(float lr, int t, float beta1, float beta2, float eps, float weight_decay, bool decays) {
@@ -38,6 +42,7 @@ struct adamw_update {
     v[i] = k.b2 * v[i] + (1.f - k.b2) * g[i] * g[i];
     const float denom = std::sqrt(v[i]) / k.bc2_sqrt + k.eps;
     p[i] -= k.step_size * m[i] / denom;
+    if (rounded != nullptr) rounded[i] = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(p[i]));
   }
 };
 

@@ -4,6 +4,7 @@
 // (so the results are its bits).
 //
 //   ex.for_each(n, gpt::portable::fill{x, 0.f});
+//   ex.for_each(n, gpt::portable::scale{x, f});                 // x *= f
 //   ex.for_each(n, gpt::portable::residual{out, a, b});         // out = a + b
 //   ex.for_each(n, gpt::portable::add_into{out, a});            // out += a
 //   ex.for_each(N * C, gpt::portable::add_bias_rows{out, bias, C});
@@ -22,6 +23,12 @@ struct fill {
   float* x;
   float v;
   HCOMM_HOST_DEVICE void operator()(std::size_t i) const { x[i] = v; }
+};
+
+struct scale {
+  float* x;
+  float f;
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { x[i] *= f; }
 };
 
 struct residual {
