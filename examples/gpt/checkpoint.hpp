@@ -155,7 +155,8 @@ inline checkpoint_meta decode_checkpoint(const std::vector<char>& buf, const std
 // ---- rank<r>.sparse -------------------------------------------------------------------------
 // This rank's sparsity state (masks, schedule, FLOP totals; the growth RNG is counter-based
 // on (seed, step)), with a trailing checksum. Empty when not sparse.
-inline std::vector<char> encode_sparsity(const sparse_trainer& sp) {
+template <class Sparse>
+std::vector<char> encode_sparsity(const Sparse& sp) {
   if (!sp.active()) return {};
   msparse::byte_writer w;
   for (char ch : std::string("GPTSPAR1")) w.put(ch);
@@ -171,7 +172,8 @@ inline std::vector<char> encode_sparsity(const sparse_trainer& sp) {
 
 // Such a file verified against this run's sparsity (`sp`: layers, schedule, seed, mask shapes)
 // and decoded; throws with `path` and the reason.
-inline sparse_state decode_sparsity(const std::vector<char>& bytes, const std::string& path, const sparse_trainer& sp) {
+template <class Sparse>
+sparse_state decode_sparsity(const std::vector<char>& bytes, const std::string& path, const Sparse& sp) {
   const auto& mine = sp.topology();
   const std::vector<std::uint8_t> b(bytes.begin(), bytes.end());
   if (b.size() < 16 || std::string(b.begin(), b.begin() + 8) != "GPTSPAR1")
@@ -198,8 +200,9 @@ inline sparse_state decode_sparsity(const std::vector<char>& bytes, const std::s
 // the one of the old stage that held the layer (a pure function of the global layer index
 // and the TP shard, so it is this place's mask on the new grid too); the schedule, seed and
 // rule are the configuration's, the FLOP totals are global.
-inline sparse_state recut_sparsity(const std::vector<const std::vector<char>*>& files, const std::vector<std::string>& paths,
-                                   const sparse_trainer& sp) {
+template <class Sparse>
+sparse_state recut_sparsity(const std::vector<const std::vector<char>*>& files, const std::vector<std::string>& paths,
+                            const Sparse& sp) {
   const auto& mine = sp.topology();
   msparse::flop_counter fc = sp.flops();
   std::vector<msparse::sparse_topology> old;
@@ -254,14 +257,35 @@ inline sparse_state recut_sparsity(const std::vector<const std::vector<char>*>& 
 }
 
 // ---- the trainer's sets ---------------------------------------------------------------------
-// The training state a set holds, by reference (the step is passed on its own).
-struct train_state {
-  stage_model& model;
-  adamw& adam;
-  sparse_trainer& sparsity;
+// The training state a set holds, by reference (the step is passed on its own), of any
+// backend: the files hold host copies (written from, read into the backend's memory).
+template <class Model = stage_model, class Adam = adamw, class Sparse = sparse_trainer>
+struct basic_train_state {
+  Model& model;
+  Adam& adam;
+  Sparse& sparsity;
   std::uint64_t& cursor;  // data position after the steps done
   std::uint64_t& rng;     // sampling RNG
 };
+using train_state = basic_train_state<>;
+
+// A backend array's values as a host span: the array itself where the host may read it,
+// else a copy kept in `keep`.
+template <class Ops, class Array>
+std::span<const float> host_values(const Ops& ops, const Array& a, std::vector<float>& keep) {
+  if constexpr (Ops::host_memory) return {a.data(), a.size()};
+  else {
+    keep.resize(a.size());
+    ops.download(keep.data(), a.data(), a.size());
+    return keep;
+  }
+}
+// Host values into a backend array (moved in where the array is a host vector).
+template <class Ops, class Array>
+void set_values(const Ops& ops, Array& a, std::vector<float>&& h) {
+  if constexpr (Ops::host_memory) a = std::move(h);
+  else ops.upload(a.data(), h.data(), h.size());
+}
 
 struct resumed {
   std::int64_t step = 0;        // steps done
@@ -280,14 +304,17 @@ class checkpointer {
   // known to every rank at once: the run stops with the reason (gpt::stopped) or, with
   // --on-save-error continue, goes on with the previous set current. A step already saved
   // (--save-every, then the end of the run) is not saved again.
-  void save(std::int64_t steps_done, const train_state& s, std::span<const float> residual) {
+  template <class State>
+  void save(std::int64_t steps_done, const State& s, std::span<const float> residual) {
     if (steps_done == last_saved_) return;
     auto w = dog_.watch("checkpoint save", steps_done);
     const std::string r = std::to_string(world_rank_);
+    std::vector<float> hw, hm, hv;  // host copies (backends without host memory)
     std::vector<set_file> files;
     files.push_back({"rank" + r + ".ckpt",
-                     encode_checkpoint(meta(steps_done, s), {std::span<const float>(s.adam.weights(s.model)), std::span<const float>(s.adam.m),
-                                                             std::span<const float>(s.adam.v), residual})});
+                     encode_checkpoint(meta(steps_done, s), {host_values(s.model.ops(), s.adam.weights(s.model), hw),
+                                                             host_values(s.model.ops(), s.adam.m, hm),
+                                                             host_values(s.model.ops(), s.adam.v, hv), residual})});
     if (s.sparsity.active()) files.push_back({"rank" + r + ".sparse", encode_sparsity(s.sparsity)});
     const save_verdict v = save_set(opt_.save, set_meta(steps_done), files, opt_.keep, last_saved_ < 0);
     if (!v.ok && v.fatal) throw stopped{3, v.message + "; stopping"};
@@ -305,7 +332,8 @@ class checkpointer {
   // The newest complete set of --resume DIR into `s`, verified on every rank before anything
   // changes (every rank throws the same gpt::stopped otherwise). `has_residual`: this run's DP
   // communicator keeps an error-feedback residual (returned for the caller to load).
-  resumed resume(train_state& s, bool has_residual) {
+  template <class State>
+  resumed resume(State& s, bool has_residual) {
     auto w = dog_.watch("checkpoint resume", 0);
     const int D = grid_.dp_size(), P = grid_.pp_size(), T = grid_.tp_size();
     const bool sparse = s.sparsity.active();
@@ -372,10 +400,10 @@ class checkpointer {
           if (sparse) sp = decode_sparsity(set.files[1], set.dir + "/" + set.names[1], s.sparsity);
         },
         2, "refusing checkpoint set " + set.dir + ": ");
-    s.model.params = std::move(p);
+    set_values(s.model.ops(), s.model.params, std::move(p));
     s.adam.adopt_master(s.model);  // bf16: the file holds the master weights
-    s.adam.m = std::move(m);
-    s.adam.v = std::move(v);
+    set_values(s.model.ops(), s.adam.m, std::move(m));
+    set_values(s.model.ops(), s.adam.v, std::move(v));
     resumed r;
     if (has_residual && !recut) r.residual = std::move(res);
     r.step = got.step;
@@ -394,7 +422,8 @@ class checkpointer {
     if (opt_.sparsity.sparse()) f += " " + opt_.sparsity.describe(cfg_.steps);
     return f;
   }
-  checkpoint_meta meta(std::int64_t steps_done, const train_state& s) const {
+  template <class State>
+  checkpoint_meta meta(std::int64_t steps_done, const State& s) const {
     checkpoint_meta m;
     m.fingerprint = fingerprint();
     m.dp = grid_.dp_size(); m.pp = grid_.pp_size(); m.tp = grid_.tp_size(); m.rank = world_rank_;
@@ -411,7 +440,8 @@ class checkpointer {
   // --reshard: the old grid's DP-replica-0 files (stage s, shard t in set.files[s * tp + t])
   // decoded, each tensor assembled whole from its old shards and cut for this rank's place.
   // Step, data cursor and RNG are global; parameters and Adam moments are per element.
-  checkpoint_meta recut_from(const opened_set& set, const stage_model& model, std::vector<float>& p, std::vector<float>& m,
+  template <class Model>
+  checkpoint_meta recut_from(const opened_set& set, const Model& model, std::vector<float>& p, std::vector<float>& m,
                              std::vector<float>& v) const {
     const auto& specs = model.specs();
     std::vector<std::vector<float>> gp(specs.size()), gm(specs.size()), gv(specs.size());

@@ -168,6 +168,11 @@ inline void add_options(CLI::App& app, cli& c) {
   choice_opt(app, "--precision", c.precision, {"fp32", "bf16"},
              "bf16: weights, activations and gradients rounded to bfloat16, fp32 master weights, optimizer and accumulation")
       ->group(G);
+  choice_opt(app, "--device", c.run.device, {"cpu", "host", "host-check"},
+             "the model's backend: cpu (OpenBLAS and OpenMP loops), host (the GPU's portable kernels on the host "
+             "executor), host-check (the same under host-check: shuffled threads, shadowed scratch); host and "
+             "host-check train dense models with --scheme none or zhybrid:16,8")
+      ->group(G);
   G = "batch";
   int_opt(app, "--batch", m.batch, 1, 1 << 20, "global sequences per optimizer step B")->group(G);
   int_opt(app, "--micro-batch", m.micro_batch, 0, 1 << 20, "sequences per micro-batch (0: 1 with --pp > 1, else all)")->group(G);
@@ -327,6 +332,10 @@ inline void check_cli(const cli& c) {
   if (c.run.overlap && c.run.scheme.size() > 3 && c.run.scheme.ends_with("+ef"))
     bad("--overlap on: error-feedback schemes (" + c.run.scheme + ") keep one residual per DP communicator and "
         "reduce one bucket after backward; use --overlap off");
+  if (c.run.device != "cpu" && s.sparse())
+    bad("--device " + c.run.device + ": sparse runs (--sparsity " + s.method + ") use msparse's CPU kernels; use --device cpu");
+  if (c.run.device != "cpu" && c.run.scheme != "none" && c.run.scheme != "zhybrid:16,8")
+    bad("--device " + c.run.device + " is instantiated with --scheme none and zhybrid:16,8 only, not " + c.run.scheme);
   if (s.warmup_frac + s.ultra_frac > 1) bad("--mst-phases: the warm-up and ultra shares add up to more than 1");
   if (c.run.dump_step > 0 && c.run.dump_tensors.empty()) bad("--dump-step needs --dump-tensors DIR");
   if (c.run.dump_step > c.cfg.steps)

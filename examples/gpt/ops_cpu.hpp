@@ -14,9 +14,11 @@
 //   round_bf16, embed_tokens, add_positions, embed_tokens_backward, add_positions_backward,
 //   ce_row_max, ce_sums, ce_grad.
 // Memory: `array<T>` (here std::vector<T>) is the backend's buffer, made zeroed by make_array;
-// host_memory says whether the host may read it (if not, the model stages tokens and targets
-// with upload and reads small results back with download); sum_squares returns the sum of
-// squares in double, scale multiplies in place.
+// host_memory says whether the model may read it from the host (if not, it stages tokens and
+// targets with upload and reads small results back with download); host_accessible whether
+// it is host memory after all (what the trainer's MPI exchanges need); copy copies within it;
+// sum_squares returns the sum of squares in double, scale multiplies in place, adamw_update is
+// one tensor's AdamW step (portable/adamw.hpp).
 // attention_forward keeps what its backward needs in `att` ([B, nh, T, T] floats): the
 // probabilities here; attention_backward gets the forward's output too, for backends that
 // recompute the probabilities from it.
@@ -36,7 +38,7 @@ namespace gpt {
 struct cpu_ops {
   using idx = k::idx;
   static constexpr const char* name = "cpu";
-  static constexpr bool host_memory = true;
+  static constexpr bool host_memory = true, host_accessible = true;
   template <class T>
   using array = std::vector<T>;
 

@@ -36,13 +36,23 @@
 
 namespace gpt {
 
+// Whether an executor's memory is the host's: not a device's, or a device stand-in that says
+// so (hcomm::exec::host_check).
+template <class Exec>
+constexpr bool memory_on_host() {
+  if constexpr (requires { Exec::host_memory; }) return Exec::host_memory;
+  else return !Exec::is_device;
+}
+
 template <class Exec, class Gemm = host_gemm>
 struct portable_ops {
   using idx = std::ptrdiff_t;
   static constexpr const char* name = "portable";
   // Threads per team of the row kernels (LayerNorm: one team per row) and of attention.
   static constexpr int row_team = 128, attention_team = 64, norm_team = 256;
-  static constexpr bool host_memory = false;
+  // host_memory: the model stages and reads back as for device memory, on every executor;
+  // host_accessible: the memory is the host's after all (host executors: the trainer runs).
+  static constexpr bool host_memory = false, host_accessible = memory_on_host<Exec>();
   template <class T>
   using array = device_array<T, Exec>;
   Exec ex{};

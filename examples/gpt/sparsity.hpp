@@ -84,7 +84,10 @@ struct grid_place {
   int dp = 1, dp_rank = 0, pp_rank = 0, tp = 1, tp_rank = 0;
 };
 
-class sparse_trainer final : public block_ops {
+// Model, Adam: the trainer's model and optimiser types (sparse runs need host memory: the
+// sparse kernels are msparse's CPU ones; other backends run dense, for the FLOP counts).
+template <class Model = stage_model, class Adam = adamw>
+class basic_sparse_trainer final : public block_ops {
  public:
   struct local_layer {
     std::size_t topo = 0;     // index in the topology (= msparse::gpt_linear_layers order)
@@ -97,7 +100,7 @@ class sparse_trainer final : public block_ops {
     const float* tiled_x = nullptr;  // input whose tiles the layer holds (last forward/backward)
   };
 
-  void setup(const config& c, const sparsity_config& s, stage_model& model, adamw& adam, grid_place g) {
+  void setup(const config& c, const sparsity_config& s, Model& model, Adam& adam, grid_place g) {
     cfg_ = c;
     sc_ = s;
     model_ = &model;
@@ -486,8 +489,8 @@ class sparse_trainer final : public block_ops {
 
   config cfg_;
   sparsity_config sc_;
-  stage_model* model_ = nullptr;
-  adamw* adam_ = nullptr;
+  Model* model_ = nullptr;
+  Adam* adam_ = nullptr;
   grid_place g_;
   int world_rank_ = 0;
   msparse::sparse_topology topo_;
@@ -506,5 +509,7 @@ class sparse_trainer final : public block_ops {
   std::vector<packed_grad> packed_;
   std::vector<std::span<float>> growth_;
 };
+
+using sparse_trainer = basic_sparse_trainer<>;
 
 }  // namespace gpt

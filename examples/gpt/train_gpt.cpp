@@ -17,6 +17,9 @@
 #include "hcomm/topology/grid.hpp"
 #include "losses.hpp"
 #include "plain_comm.hpp"
+#include "hcomm/exec/host.hpp"
+#include "hcomm/exec/host_check.hpp"
+#include "ops_portable.hpp"
 #include "trainer.hpp"
 
 namespace {
@@ -38,10 +41,22 @@ void check_scheme(const std::string& s) {
                                             " plain (hcomm::default_schemes in hcomm/comm/registry.hpp lists them)");
 }
 
-template <class Bundle>
+template <class Bundle, class Ops = gpt::cpu_ops>
 gpt::run_result train(const cli& c, const hcomm::grid& grid, Bundle& comm) {
-  gpt::trainer<Bundle> t(c.cfg, c.run, grid, comm);
+  gpt::trainer<Bundle, Ops> t(c.cfg, c.run, grid, comm);
   return t.run();
+}
+
+// --device host | host-check: the portable backend, instantiated for two schemes (check_cli
+// refuses the others): none, and zhybrid:16,8 for lossy collectives on every axis.
+gpt::run_result run_portable(const cli& c, const hcomm::grid& grid, const hcomm::comm_options& opt) {
+  auto on = [&]<class Scheme>() {
+    hcomm::bundle<Scheme> comm(grid, opt);
+    if (c.run.device == "host") return train<hcomm::bundle<Scheme>, gpt::portable_ops<hcomm::exec::host>>(c, grid, comm);
+    return train<hcomm::bundle<Scheme>, gpt::portable_ops<hcomm::exec::host_check>>(c, grid, comm);
+  };
+  if (c.run.scheme == "none") return on.template operator()<hcomm::scheme::none>();
+  return on.template operator()<hcomm::scheme::zhybrid<16, 8>>();
 }
 
 gpt::run_result run_scheme(const cli& c) {
@@ -53,6 +68,7 @@ gpt::run_result run_scheme(const cli& c) {
   hcomm::comm_options opt;
   if (c.run.compress_min_bytes >= 0) opt.threshold_bytes = static_cast<std::size_t>(c.run.compress_min_bytes);
   opt.idle_sleep_us = c.run.idle_sleep_us;
+  if (c.run.device != "cpu") return run_portable(c, grid, opt);
   return hcomm::dispatch_scheme(c.run.scheme, [&]<class Scheme>() {
     hcomm::bundle<Scheme> comm(grid, opt);
     return train(c, grid, comm);

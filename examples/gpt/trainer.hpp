@@ -1,9 +1,12 @@
 // examples/gpt/trainer.hpp: the 3-D parallel training driver on an hcomm::grid, templated
-// over the communication bundle (hcomm::bundle<Scheme>, or gpt::plain_bundle: plain MPI).
+// over the communication bundle (hcomm::bundle<Scheme>, or gpt::plain_bundle: plain MPI) and
+// the model's backend (Ops: cpu_ops, or portable_ops on a host executor for --device host and
+// host-check; the trainer's collectives, tied-embedding exchange and sparse layers reach the
+// model's memory from the host, so the backend's memory must be host memory for now).
 //
 //   hcomm::grid g(dp, pp, tp);
 //   hcomm::bundle<hcomm::scheme::zhybrid<16, 8>> b(g);
-//   gpt::trainer t(cfg, opts, g, b);
+//   gpt::trainer<decltype(b)> t(cfg, opts, g, b);
 //   gpt::run_result r = t.run();            // r.losses: the loss curve (losses.hpp)
 //
 // train_step() is one optimizer step, as in llm.c: this DP rank's share of the global batch;
@@ -60,17 +63,23 @@ struct run_result {
   loss_curve losses;  // this run's steps
 };
 
-template <class Bundle>
+template <class Bundle, class Ops = cpu_ops>
 class trainer {
   using dp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().dp())>;
   using pp_request = decltype(std::declval<Bundle&>().pp().isend(std::span<const float>{}, 0, 0));
+  using model_type = basic_stage_model<Ops>;
+  using adam_type = basic_adamw<Ops>;
+  using sparse_type = basic_sparse_trainer<model_type, adam_type>;
+  static_assert(Ops::host_accessible,
+                "gpt::trainer: the backend's memory must be host memory (the trainer's MPI exchanges, tied-embedding "
+                "sum and sparse layers read the model's buffers from the host)");
 
  public:
   trainer(const config& c, const run_options& o, const hcomm::grid& g, Bundle& b)
       : cfg_(c), opt_(o), grid_(g), comm_(b),
         model_(c, {g.pp_size(), g.pp_rank(), g.tp_size(), g.tp_rank()}, c.micro_for(g.dp_size(), g.pp_size()),
                c.batch / g.dp_size() / c.micro_for(g.dp_size(), g.pp_size())),
-        adam_(model_.params.size()), dog_(o.comm_timeout), dp_(b.dp(), g, o.sparsity.packed_dp), ckpt_(c, o, g, dog_) {
+        adam_(model_.params.size(), model_.ops()), dog_(o.comm_timeout), dp_(b.dp(), g, o.sparsity.packed_dp), ckpt_(c, o, g, dog_) {
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
     agreed([&] { data_ = text_data::load(o.data, c.val_frac, c.block); }, 2, "cannot load --data " + o.data + ": ");
     if (c.is_bert()) mlm_ = mlm_data(&data_, c);
@@ -213,12 +222,16 @@ class trainer {
       auto w = dog_.watch("the 1F1B pipeline (PP send/recv, TP collectives)", step);
       loss_sum = pipeline_1f1b();
     }
-    if (faults::nan_grad().at(world_rank_, step + 1)) model_.grads[0] = std::numeric_limits<float>::quiet_NaN();
+    if (faults::nan_grad().at(world_rank_, step + 1)) {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      model_.ops().upload(model_.grads.data(), &nan, 1);
+    }
     auto w = dog_.watch(overlap_ ? "the DP gradient allreduce (overlapped buckets)" : "the DP gradient allreduce", step);
     if (!bucketed_) {
-      to_wire(std::span<float>(model_.grads));
-      if (dumping_) dumping_->record_grad(0, model_.grads);
-      dp_.reduce({std::span<float>(model_.grads), sp_.packed_grads(), sp_.growth_grads()});
+      const std::span<float> all(model_.grads.data(), model_.grads.size());
+      to_wire(all);
+      if (dumping_) dumping_->record_grad(0, all);
+      dp_.reduce({all, sp_.packed_grads(), sp_.growth_grads()});
       return loss_sum;
     }
     reduce_final_from(0);  // the buckets backward did not start (all of them without --overlap)
@@ -229,7 +242,7 @@ class trainer {
   // --precision bf16: the gradients (accumulated in fp32 over the micro-batches) go to the DP
   // reduction as their bfloat16 rounding.
   void to_wire(std::span<float> g) const {
-    if (cfg_.bf16) k::round_bf16(g.data(), static_cast<k::idx>(g.size()));
+    if (cfg_.bf16) model_.ops().round_bf16(g.data(), static_cast<std::int64_t>(g.size()));
   }
   // One bucket's MPI_Iallreduce on the communication thread, tested until done, yielding the
   // core between tests (a blocking wait would spin on a core the ranks' compute needs; a sleep
@@ -656,13 +669,13 @@ class trainer {
   }
 
   // ---- checkpoints (checkpoint.hpp) --------------------------------------------------------
-  train_state state() { return {model_, adam_, sp_, cursor_, rng_state_}; }
+  basic_train_state<model_type, adam_type, sparse_type> state() { return {model_, adam_, sp_, cursor_, rng_state_}; }
   void save(std::int64_t steps_done) {
     const std::vector<float> residual = dp_.residual(model_.grads.size());
     ckpt_.save(steps_done, state(), residual);
   }
   void resume() {
-    train_state s = state();
+    auto s = state();
     const resumed r = ckpt_.resume(s, dp_reducer<dp_comm_t>::error_feedback);
     if (!r.residual.empty()) dp_.load_residual(r.residual);
     step_ = r.step;
@@ -672,8 +685,8 @@ class trainer {
   run_options opt_;
   const hcomm::grid& grid_;
   Bundle& comm_;
-  stage_model model_;
-  adamw adam_;
+  model_type model_;
+  adam_type adam_;
   text_data data_;
   mlm_data mlm_;            // BERT's masked-LM view of data_
   double loss_count_ = 0;   // predicted positions of this step's global batch
@@ -684,7 +697,7 @@ class trainer {
   std::vector<std::vector<int>> tokens_, targets_;
   std::vector<float> tied_buf_;
   double tied_bytes_ = 0;  // uncompressed tied-embedding exchange (not in the axis stats)
-  sparse_trainer sp_;      // --sparsity (dense: only counts FLOPs)
+  sparse_type sp_;         // --sparsity (dense: only counts FLOPs)
   watchdog dog_;           // --comm-timeout
   dp_reducer<dp_comm_t> dp_;
   bool bucketed_ = false;               // dense, no error feedback: buckets_ via reduce_bucket()

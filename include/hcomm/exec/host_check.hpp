@@ -38,6 +38,7 @@ inline std::uint64_t host_check_default_seed() {
 
 struct host_check {
   static constexpr bool is_device = true;
+  static constexpr bool host_memory = true;  // a device's code paths, in memory the host can read
   static constexpr const char* name = "host_check";
   std::uint64_t seed = host_check_default_seed();
   int scan_team = 64;  // team size of exclusive_scan's kernels
