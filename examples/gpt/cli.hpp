@@ -168,10 +168,11 @@ inline void add_options(CLI::App& app, cli& c) {
   choice_opt(app, "--precision", c.precision, {"fp32", "bf16"},
              "bf16: weights, activations and gradients rounded to bfloat16, fp32 master weights, optimizer and accumulation")
       ->group(G);
-  choice_opt(app, "--device", c.run.device, {"cpu", "host", "host-check"},
+  choice_opt(app, "--device", c.run.device, {"cpu", "host", "host-check", "cuda"},
              "the model's backend: cpu (OpenBLAS and OpenMP loops), host (the GPU's portable kernels on the host "
-             "executor), host-check (the same under host-check: shuffled threads, shadowed scratch); host and "
-             "host-check train dense models with --scheme none or zhybrid:16,8")
+             "executor), host-check (the same under host-check: shuffled threads, shadowed scratch), cuda (the "
+             "same kernels and cuBLAS on the local rank's GPU); host and host-check train dense models with "
+             "--scheme none or zhybrid:16,8, cuda dense on one rank with --scheme none")
       ->group(G);
   G = "batch";
   int_opt(app, "--batch", m.batch, 1, 1 << 20, "global sequences per optimizer step B")->group(G);
@@ -334,6 +335,12 @@ inline void check_cli(const cli& c) {
         "reduce one bucket after backward; use --overlap off");
   if (c.run.device != "cpu" && s.sparse())
     bad("--device " + c.run.device + ": sparse runs (--sparsity " + s.method + ") use msparse's CPU kernels; use --device cpu");
+  if (c.run.device == "cuda" && (c.dp * c.pp * c.tp != 1 || c.run.scheme != "none"))
+    bad("--device cuda trains on one rank with --scheme none so far (the trainer's DP, PP and TP exchanges do not "
+        "take device memory yet), not grid " + std::to_string(c.dp) + "x" + std::to_string(c.pp) + "x" +
+        std::to_string(c.tp) + " with --scheme " + c.run.scheme);
+  if (c.run.device == "cuda" && (!c.run.dump_tensors.empty() || c.run.overlap))
+    bad("--device cuda: --dump-tensors and --overlap on read the gradients from the host; use --device host-check");
   if (c.run.device != "cpu" && c.run.scheme != "none" && c.run.scheme != "zhybrid:16,8")
     bad("--device " + c.run.device + " is instantiated with --scheme none and zhybrid:16,8 only, not " + c.run.scheme);
   if (s.warmup_frac + s.ultra_frac > 1) bad("--mst-phases: the warm-up and ultra shares add up to more than 1");

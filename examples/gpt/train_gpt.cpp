@@ -20,6 +20,7 @@
 #include "hcomm/exec/host.hpp"
 #include "hcomm/exec/host_check.hpp"
 #include "ops_portable.hpp"
+#include "train_cuda.hpp"
 #include "trainer.hpp"
 
 namespace {
@@ -68,6 +69,9 @@ gpt::run_result run_scheme(const cli& c) {
   hcomm::comm_options opt;
   if (c.run.compress_min_bytes >= 0) opt.threshold_bytes = static_cast<std::size_t>(c.run.compress_min_bytes);
   opt.idle_sleep_us = c.run.idle_sleep_us;
+#if HCOMM_GPT_CUDA
+  if (c.run.device == "cuda") return gpt::train_on_cuda(c.cfg, c.run, grid, opt);
+#endif
   if (c.run.device != "cpu") return run_portable(c, grid, opt);
   return hcomm::dispatch_scheme(c.run.scheme, [&]<class Scheme>() {
     hcomm::bundle<Scheme> comm(grid, opt);
@@ -107,6 +111,14 @@ int check_arguments(int argc, char** argv, cli& c, std::string& why, std::string
     c = gpt::parse_cli(argc, argv, &help);
     check_scheme(c.run.scheme);
     gpt::check_cli(c);
+    if (c.run.device == "cuda") {
+#if HCOMM_GPT_CUDA
+      if (const std::string no = gpt::cuda_unavailable(); !no.empty()) bad("--device cuda: " + no);
+#else
+      bad("--device cuda: this train_gpt was built without CUDA (configure where nvcc is found, or with "
+          "-DHCOMM_ENABLE_CUDA=ON)");
+#endif
+    }
     if (c.run.overlap && mpi_thread_level < MPI_THREAD_MULTIPLE)
       bad("--overlap on needs MPI_THREAD_MULTIPLE (a DP thread beside the pipeline's calls); this MPI provides " +
           thread_level_name(mpi_thread_level) + " (use --overlap off)");

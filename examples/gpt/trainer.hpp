@@ -1,8 +1,9 @@
 // examples/gpt/trainer.hpp: the 3-D parallel training driver on an hcomm::grid, templated
 // over the communication bundle (hcomm::bundle<Scheme>, or gpt::plain_bundle: plain MPI) and
-// the model's backend (Ops: cpu_ops, or portable_ops on a host executor for --device host and
-// host-check; the trainer's collectives, tied-embedding exchange and sparse layers reach the
-// model's memory from the host, so the backend's memory must be host memory for now).
+// the model's backend (Ops: cpu_ops; portable_ops on a host executor for --device host and
+// host-check, on CUDA for --device cuda). The trainer's collectives, tied-embedding exchange
+// and sparse layers reach the model's memory from the host, so a backend whose memory is not
+// the host's (Ops::host_accessible false: CUDA) trains on one rank, dense, without dumps.
 //
 //   hcomm::grid g(dp, pp, tp);
 //   hcomm::bundle<hcomm::scheme::zhybrid<16, 8>> b(g);
@@ -70,15 +71,12 @@ class trainer {
   using model_type = basic_stage_model<Ops>;
   using adam_type = basic_adamw<Ops>;
   using sparse_type = basic_sparse_trainer<model_type, adam_type>;
-  static_assert(Ops::host_accessible,
-                "gpt::trainer: the backend's memory must be host memory (the trainer's MPI exchanges, tied-embedding "
-                "sum and sparse layers read the model's buffers from the host)");
 
  public:
-  trainer(const config& c, const run_options& o, const hcomm::grid& g, Bundle& b)
+  trainer(const config& c, const run_options& o, const hcomm::grid& g, Bundle& b, Ops ops = {})
       : cfg_(c), opt_(o), grid_(g), comm_(b),
         model_(c, {g.pp_size(), g.pp_rank(), g.tp_size(), g.tp_rank()}, c.micro_for(g.dp_size(), g.pp_size()),
-               c.batch / g.dp_size() / c.micro_for(g.dp_size(), g.pp_size())),
+               c.batch / g.dp_size() / c.micro_for(g.dp_size(), g.pp_size()), device_only_checked(g, o, std::move(ops))),
         adam_(model_.params.size(), model_.ops()), dog_(o.comm_timeout), dp_(b.dp(), g, o.sparsity.packed_dp), ckpt_(c, o, g, dog_) {
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
     agreed([&] { data_ = text_data::load(o.data, c.val_frac, c.block); }, 2, "cannot load --data " + o.data + ": ");
@@ -107,6 +105,19 @@ class trainer {
         hcomm::fail(hcomm::errc::unsupported, "--overlap on: sparse runs and error-feedback schemes reduce one bucket after backward");
       worker_ = std::make_unique<comm_worker>();
     }
+  }
+
+  // The backend, after checking what a backend without host memory cannot do yet (before
+  // anything is allocated on it).
+  static Ops device_only_checked(const hcomm::grid& g, const run_options& o, Ops ops) {
+    if constexpr (!Ops::host_accessible) {
+      if (g.dp_size() * g.pp_size() * g.tp_size() != 1)
+        hcomm::fail(hcomm::errc::unsupported, "--device " + o.device + " trains on one rank (grid 1x1x1) so far: the "
+                                              "trainer's DP, PP and TP exchanges do not take device memory yet");
+      if (o.sparsity.sparse() || !o.dump_tensors.empty() || o.overlap)
+        hcomm::fail(hcomm::errc::unsupported, "--device " + o.device + ": no --sparsity, --dump-tensors or --overlap");
+    }
+    return ops;
   }
 
   // Trains from step 0 or the --resume set to --steps (or --stop-at), reporting every step.
