@@ -96,6 +96,19 @@ inline gpt::config small_config(gpt::arch_kind a, bool post_ln, bool bf16) {
   return c;
 }
 
+// The model variants the backend comparisons run: GPT-2, NeoX (rotary), BERT post-LN and
+// pre-LN, and GPT-2 in bf16.
+struct variant {
+  const char* name;
+  gpt::arch_kind arch;
+  bool post_ln, bf16;
+};
+inline constexpr variant variants[] = {{"gpt2", gpt::arch_kind::gpt2, false, false},
+                                       {"neox", gpt::arch_kind::neox, false, false},
+                                       {"bert post-LN", gpt::arch_kind::bert, true, false},
+                                       {"bert pre-LN", gpt::arch_kind::bert, false, false},
+                                       {"gpt2 bf16", gpt::arch_kind::gpt2, false, true}};
+
 struct batch {
   std::vector<int> tokens, targets;
 };

@@ -36,16 +36,7 @@ TEST_CASE("portable backend under host-check matches the PyTorch reference", "[m
 }
 
 TEST_CASE("portable backend: host-check = host bitwise, and the CPU backend to rounding", "[model][portable]") {
-  struct variant {
-    const char* name;
-    gpt::arch_kind arch;
-    bool post_ln, bf16;
-  };
-  for (const variant v : {variant{"gpt2", gpt::arch_kind::gpt2, false, false},
-                          variant{"neox", gpt::arch_kind::neox, false, false},
-                          variant{"bert post-LN", gpt::arch_kind::bert, true, false},
-                          variant{"bert pre-LN", gpt::arch_kind::bert, false, false},
-                          variant{"gpt2 bf16", gpt::arch_kind::gpt2, false, true}}) {
+  for (const gpt_test::variant& v : gpt_test::variants) {
     INFO(v.name);
     const gpt::config c = small_config(v.arch, v.post_ln, v.bf16);
     const int micro = 3;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gemm_cublas.hpp"
+#include "cuda_probe.hpp"
 #include "hcomm/exec/cuda.hpp"
 #include "model.hpp"
 #include "model_host.hpp"
@@ -33,26 +34,12 @@ void expect(bool ok, const char* what, double got, double bound) {
 }  // namespace
 
 int main() {
-  int devices = 0;
-  const cudaError_t probe = cudaGetDeviceCount(&devices);
-  if (probe != cudaSuccess || devices == 0) {
-    std::printf("SKIPPED: no CUDA device (%s)\n", probe != cudaSuccess ? cudaGetErrorString(probe) : "0 devices");
-    return 77;
-  }
+  if (!gpt_test::cuda_device_or_skip()) return 77;
   cudaStream_t s;
   HCOMM_CUDA_CHECK(cudaStreamCreate(&s));
   {
     const cuda_ops ops{hcomm::exec::cuda{s}, gpt::cublas_gemm{s}};
-    struct variant {
-      const char* name;
-      gpt::arch_kind arch;
-      bool post_ln, bf16;
-    };
-    for (const variant v : {variant{"gpt2", gpt::arch_kind::gpt2, false, false},
-                            variant{"neox", gpt::arch_kind::neox, false, false},
-                            variant{"bert post-LN", gpt::arch_kind::bert, true, false},
-                            variant{"bert pre-LN", gpt::arch_kind::bert, false, false},
-                            variant{"gpt2 bf16", gpt::arch_kind::gpt2, false, true}}) {
+    for (const gpt_test::variant& v : gpt_test::variants) {
       std::printf("%s\n", v.name);
       const gpt::config c = gpt_test::small_config(v.arch, v.post_ln, v.bf16);
       const int micro = 3;

@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda_probe.hpp"
 #include "hcomm/exec/cuda.hpp"
 #include "portable/adamw.hpp"
 #include "portable/attention.hpp"
@@ -66,12 +67,7 @@ struct device_buffers {
 }  // namespace
 
 int main() {
-  int devices = 0;
-  const cudaError_t probe = cudaGetDeviceCount(&devices);
-  if (probe != cudaSuccess || devices == 0) {
-    std::printf("SKIPPED: no CUDA device (%s)\n", probe != cudaSuccess ? cudaGetErrorString(probe) : "0 devices");
-    return 77;
-  }
+  if (!gpt_test::cuda_device_or_skip()) return 77;
   cudaStream_t s;
   HCOMM_CUDA_CHECK(cudaStreamCreate(&s));
   {
