@@ -172,7 +172,12 @@ inline void add_options(CLI::App& app, cli& c) {
              "the model's backend: cpu (OpenBLAS and OpenMP loops), host (the GPU's portable kernels on the host "
              "executor), host-check (the same under host-check: shuffled threads, shadowed scratch), cuda (the "
              "same kernels and cuBLAS on the local rank's GPU); host and host-check train dense models with "
-             "--scheme none or zhybrid:16,8, cuda dense on one rank with --scheme none")
+             "--scheme none or zhybrid:16,8, cuda dense models with --scheme none; host-check and cuda "
+             "communicate through hcomm's device communicators (staged MPI)")
+      ->group(G);
+  app.add_flag("--share-gpu", c.run.share_gpu,
+               "--device cuda: let more ranks of a node than it has GPUs share them, round robin (tests; NCCL "
+               "refuses that, staged MPI does not)")
       ->group(G);
   G = "batch";
   int_opt(app, "--batch", m.batch, 1, 1 << 20, "global sequences per optimizer step B")->group(G);
@@ -335,12 +340,13 @@ inline void check_cli(const cli& c) {
         "reduce one bucket after backward; use --overlap off");
   if (c.run.device != "cpu" && s.sparse())
     bad("--device " + c.run.device + ": sparse runs (--sparsity " + s.method + ") use msparse's CPU kernels; use --device cpu");
-  if (c.run.device == "cuda" && (c.dp * c.pp * c.tp != 1 || c.run.scheme != "none"))
-    bad("--device cuda trains on one rank with --scheme none so far (the trainer's DP, PP and TP exchanges do not "
-        "take device memory yet), not grid " + std::to_string(c.dp) + "x" + std::to_string(c.pp) + "x" +
-        std::to_string(c.tp) + " with --scheme " + c.run.scheme);
-  if (c.run.device == "cuda" && (!c.run.dump_tensors.empty() || c.run.overlap))
-    bad("--device cuda: --dump-tensors and --overlap on read the gradients from the host; use --device host-check");
+  if (c.run.device == "cuda" && c.run.scheme != "none")
+    bad("--device cuda is instantiated with --scheme none only, not " + c.run.scheme +
+        " (--device host-check runs zhybrid:16,8 through the same device communicators)");
+  if ((c.run.device == "cuda" || c.run.device == "host-check") && (!c.run.dump_tensors.empty() || c.run.overlap))
+    bad("--device " + c.run.device + ": --dump-tensors and --overlap on read the model's memory from the host; "
+        "use --device host or cpu");
+  if (c.run.share_gpu && c.run.device != "cuda") bad("--share-gpu is for --device cuda");
   if (c.run.device != "cpu" && c.run.scheme != "none" && c.run.scheme != "zhybrid:16,8")
     bad("--device " + c.run.device + " is instantiated with --scheme none and zhybrid:16,8 only, not " + c.run.scheme);
   if (s.warmup_frac + s.ultra_frac > 1) bad("--mst-phases: the warm-up and ultra shares add up to more than 1");

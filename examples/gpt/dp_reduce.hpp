@@ -16,6 +16,9 @@
 // replica: the masks agree), and the bytes that saves are counted. Schemes with error
 // feedback keep a residual shaped like the dense buffer, so with them the dense range is
 // sent, and re-masked afterwards because a lossy sum leaves noise at inactive positions.
+// Buffers reach the communicator as comm_buffer.hpp makes them (device communicators: the
+// model's device memory); the packed and growth buffers are host memory, as sparse runs are
+// (the cpu backend's).
 #pragma once
 #include <mpi.h>
 
@@ -26,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "comm_buffer.hpp"
 #include "hcomm/core/error.hpp"
 #include "hcomm/topology/grid.hpp"
 #include "msparse/format/csr.hpp"
@@ -59,6 +63,14 @@ template <class DpComm>
 class dp_reducer {
  public:
   static constexpr bool error_feedback = has_residual<DpComm>;
+  // A device communicator's residual lives in the executor's memory; its copy into
+  // checkpoints is not wired, so device bundles come without error feedback for now.
+  static constexpr bool device_feedback() {
+    if constexpr (takes_device_span<DpComm>) return DpComm::error_feedback;
+    else return false;
+  }
+  static_assert(!device_feedback(),
+                "dp_reducer: error feedback on a device communicator (its residual's checkpoint copy) is not supported");
 
   dp_reducer(DpComm& dp, const hcomm::grid& g, bool packed_sparse)
       : dp_(dp), group_(g.comm(hcomm::axis_id::dp)), replicas_(g.dp_size()), packed_(packed_sparse && !error_feedback) {}
@@ -67,7 +79,7 @@ class dp_reducer {
   void reduce(const grad_bucket& b) {
     saved_bytes_ = 0;
     if (b.packed.empty()) {
-      dp_.allreduce(b.grads);
+      dp_.allreduce(comm_buffer<DpComm>(b.grads));
       return;
     }
     if (packed_) reduce_packed(b);
@@ -78,7 +90,7 @@ class dp_reducer {
   // One bucket of a dense run without error feedback (overlap.hpp): the all-reduce of its
   // range. The communication thread calls it while the main thread runs the pipeline on the
   // other communicators; nothing else touches the DP communicator meanwhile.
-  void reduce_bucket(std::span<float> g) { dp_.allreduce(g); }
+  void reduce_bucket(std::span<float> g) { dp_.allreduce(comm_buffer<DpComm>(g)); }
 
   // Bytes the packed all-reduce did not send this step, this rank.
   double saved_bytes() const { return saved_bytes_; }
@@ -113,7 +125,7 @@ class dp_reducer {
       at = p.offset + p.numel;
     }
     buf_.insert(buf_.end(), g + at, g + b.grads.size());
-    dp_.allreduce(std::span<float>(buf_));
+    dp_.allreduce(comm_buffer<DpComm>(std::span<float>(buf_)));
     std::size_t k = 0;
     at = 0;
     for (const auto& p : b.packed) {
@@ -130,7 +142,7 @@ class dp_reducer {
   void reduce_dense(const grad_bucket& b) {
     float* g = b.grads.data();
     for (const auto& p : b.packed) p.pattern->scatter_values(p.values.data(), g + p.offset);
-    dp_.allreduce(b.grads);
+    dp_.allreduce(comm_buffer<DpComm>(b.grads));
     for (const auto& p : b.packed) {
       float* d = g + p.offset;
       p.pattern->gather_values(d, p.values.data());
@@ -143,7 +155,7 @@ class dp_reducer {
   void reduce_growth(std::span<const std::span<float>> growth) {
     buf_.clear();
     for (const auto& d : growth) buf_.insert(buf_.end(), d.begin(), d.end());
-    if constexpr (!error_feedback) dp_.allreduce(std::span<float>(buf_));
+    if constexpr (!error_feedback) dp_.allreduce(comm_buffer<DpComm>(std::span<float>(buf_)));
     else MPI_Allreduce(MPI_IN_PLACE, buf_.data(), static_cast<int>(buf_.size()), MPI_FLOAT, MPI_SUM, group_);
     std::size_t k = 0;
     for (const auto& d : growth) {

@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "collective.hpp"
+#include "comm_buffer.hpp"
 #include "exact_exchange.hpp"
 #include "hcomm/core/error.hpp"
 #include "hcomm/topology/grid.hpp"
@@ -56,17 +57,18 @@ static_assert(std::endian::native == std::endian::little, "--dump-tensors writes
 
 enum class dump_kind { dp_grad, pp_act_fwd, pp_grad_bwd, tp_partial_fwd, tp_partial_bwd };
 
-// The model's TP communicator for one micro-batch's forward or backward: the bundle's, whose
-// all-reduce inputs are first appended to `into` when it is not null (the dump step).
+// The model's TP communicator for one micro-batch's forward or backward: the bundle's (host
+// or device: the model's memory goes as comm_buffer.hpp's buffer), whose all-reduce inputs
+// are first appended to `into` when it is not null (the dump step; host memory only).
 template <class Tp>
 class tp_tap {
  public:
   tp_tap(Tp& tp, std::vector<float>* into) : tp_(tp), into_(into) {}
   void allreduce(std::span<float> x) {
     if (into_) into_->insert(into_->end(), x.begin(), x.end());
-    tp_.allreduce(x);
+    tp_.allreduce(comm_buffer<Tp>(x));
   }
-  void allgather(std::span<const float> in, std::span<float> out) { tp_.allgather(in, out); }
+  void allgather(std::span<const float> in, std::span<float> out) { tp_.allgather(comm_buffer<Tp>(in), comm_buffer<Tp>(out)); }
   // The cross-entropy's statistics (model.hpp exact_allreduce): not recorded, not compressed.
   void allreduce_exact(std::span<float> x) { exact_allreduce(tp_, x); }
   void allgather_exact(std::span<const float> in, std::span<float> out) { exact_allgather(tp_, in, out); }

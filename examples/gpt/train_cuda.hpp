@@ -2,11 +2,14 @@
 // translation unit (train_cuda.cu) when CUDA is built (HCOMM_GPT_CUDA); elsewhere the option
 // says it is not in this build.
 //
-//   gpt::run_result r = gpt::train_on_cuda(cfg, opts, grid, compress_options);
+//   const gpt::node_place node = gpt::node_place_of(MPI_COMM_WORLD);   // gpu_placement.hpp; collective
+//   if (auto no = gpt::cuda_unavailable(node, share); !no.empty()) ...  // agreed, exit 2
+//   gpt::run_result r = gpt::train_on_cuda(cfg, opts, grid, compress_options, node);
 #pragma once
 #include <string>
 
 #include "config.hpp"
+#include "gpu_placement.hpp"
 #include "hcomm/algorithm/options.hpp"  // hcomm::algorithm::options (hcomm::comm_options)
 #include "hcomm/topology/grid.hpp"
 #include "options.hpp"
@@ -14,11 +17,14 @@
 namespace gpt {
 
 struct run_result;
-// Why --device cuda cannot run on this rank ("" when a CUDA device is usable).
-std::string cuda_unavailable();
-// The trainer over portable_ops<hcomm::exec::cuda, cublas_gemm> on this rank's GPU (the local
-// rank's, round robin), --scheme none; throws hcomm::error (unsupported) without a usable GPU.
+
+// Why --device cuda cannot run on this rank ("" when it can): no usable CUDA device, or more
+// ranks on the node than GPUs without `share` (--share-gpu).
+std::string cuda_unavailable(const node_place& node, bool share);
+// The trainer over portable_ops<hcomm::exec::cuda, cublas_gemm> on this rank's GPU, its
+// collectives through hcomm::device_bundle over staged MPI, --scheme none; throws
+// hcomm::error (unsupported) where cuda_unavailable() says why.
 run_result train_on_cuda(const config& c, const run_options& o, const hcomm::grid& g,
-                         const hcomm::algorithm::options& opt);
+                         const hcomm::algorithm::options& opt, const node_place& node);
 
 }  // namespace gpt

@@ -12,7 +12,9 @@
 #include "cli.hpp"
 #include "collective.hpp"
 #include "hcomm/comm/bundle.hpp"
+#include "hcomm/comm/device_bundle.hpp"
 #include "hcomm/comm/registry.hpp"
+#include "hcomm/transport/mpi_staged.hpp"
 #include "hcomm/transport/threads.hpp"
 #include "hcomm/topology/grid.hpp"
 #include "losses.hpp"
@@ -49,18 +51,24 @@ gpt::run_result train(const cli& c, const hcomm::grid& grid, Bundle& comm) {
 }
 
 // --device host | host-check: the portable backend, instantiated for two schemes (check_cli
-// refuses the others): none, and zhybrid:16,8 for lossy collectives on every axis.
+// refuses the others): none, and zhybrid:16,8 for lossy collectives on every axis. host
+// communicates through the host bundle; host-check through the device bundle over staged
+// MPI, the code --device cuda runs (train_cuda.cu), so that CI runs it on the CPU.
 gpt::run_result run_portable(const cli& c, const hcomm::grid& grid, const hcomm::comm_options& opt) {
   auto on = [&]<class Scheme>() {
-    hcomm::bundle<Scheme> comm(grid, opt);
-    if (c.run.device == "host") return train<hcomm::bundle<Scheme>, gpt::portable_ops<hcomm::exec::host>>(c, grid, comm);
-    return train<hcomm::bundle<Scheme>, gpt::portable_ops<hcomm::exec::host_check>>(c, grid, comm);
+    if (c.run.device == "host") {
+      hcomm::bundle<Scheme> comm(grid, opt);
+      return train<hcomm::bundle<Scheme>, gpt::portable_ops<hcomm::exec::host>>(c, grid, comm);
+    }
+    using dev_bundle = hcomm::device_bundle<Scheme, hcomm::exec::host_check, hcomm::transport::mpi_staged>;
+    dev_bundle comm(grid, opt);
+    return train<dev_bundle, gpt::portable_ops<hcomm::exec::host_check>>(c, grid, comm);
   };
   if (c.run.scheme == "none") return on.template operator()<hcomm::scheme::none>();
   return on.template operator()<hcomm::scheme::zhybrid<16, 8>>();
 }
 
-gpt::run_result run_scheme(const cli& c) {
+gpt::run_result run_scheme(const cli& c, [[maybe_unused]] const gpt::node_place& node) {
   hcomm::grid grid(c.dp, c.pp, c.tp);
   if (c.run.scheme == "plain") {
     gpt::plain_bundle comm(grid);
@@ -70,7 +78,7 @@ gpt::run_result run_scheme(const cli& c) {
   if (c.run.compress_min_bytes >= 0) opt.threshold_bytes = static_cast<std::size_t>(c.run.compress_min_bytes);
   opt.idle_sleep_us = c.run.idle_sleep_us;
 #if HCOMM_GPT_CUDA
-  if (c.run.device == "cuda") return gpt::train_on_cuda(c.cfg, c.run, grid, opt);
+  if (c.run.device == "cuda") return gpt::train_on_cuda(c.cfg, c.run, grid, opt, node);
 #endif
   if (c.run.device != "cpu") return run_portable(c, grid, opt);
   return hcomm::dispatch_scheme(c.run.scheme, [&]<class Scheme>() {
@@ -106,14 +114,14 @@ std::string thread_level_name(int l) {
 
 // Local checks of the command line and the data file, before any rank communicates. Returns
 // 0 (go on), 1 (--help printed: exit 0) or 2 (bad argument: `why` says what, in one line).
-int check_arguments(int argc, char** argv, cli& c, std::string& why, std::string& help) {
+int check_arguments(int argc, char** argv, [[maybe_unused]] const gpt::node_place& node, cli& c, std::string& why, std::string& help) {
   try {
     c = gpt::parse_cli(argc, argv, &help);
     check_scheme(c.run.scheme);
     gpt::check_cli(c);
     if (c.run.device == "cuda") {
 #if HCOMM_GPT_CUDA
-      if (const std::string no = gpt::cuda_unavailable(); !no.empty()) bad("--device cuda: " + no);
+      if (const std::string no = gpt::cuda_unavailable(node, c.run.share_gpu); !no.empty()) bad("--device cuda: " + no);
 #else
       bad("--device cuda: this train_gpt was built without CUDA (configure where nvcc is found, or with "
           "-DHCOMM_ENABLE_CUDA=ON)");
@@ -157,7 +165,8 @@ int main(int argc, char** argv) {
   //    file may look different from another node) and printed once, by the lowest failing rank.
   cli c;
   std::string why, help;
-  int verdict = check_arguments(argc, argv, c, why, help);
+  const gpt::node_place node = gpt::node_place_of(MPI_COMM_WORLD);  // the ranks sharing this node's GPUs
+  int verdict = check_arguments(argc, argv, node, c, why, help);
   int worst = verdict;
   MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (worst == 1 && rank == 0) std::fputs(help.c_str(), stdout);
@@ -185,7 +194,7 @@ int main(int argc, char** argv) {
     openblas_set_num_threads(threads);
     if (rank == 0 && !c.run.quiet)
       std::printf("train_gpt: %d threads per rank (%s)\n", threads, hcomm::exec::threads_source().c_str());
-    const gpt::run_result r = run_scheme(c);
+    const gpt::run_result r = run_scheme(c, node);
     rc = std::max(r.rc, rank == 0 ? finish_losses(c.run, r.losses) : 0);
   } catch (const gpt::stopped& e) {
     if (rank == 0 && !e.message.empty()) std::fprintf(stderr, "train_gpt: %s\n", e.what());

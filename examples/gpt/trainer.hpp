@@ -1,9 +1,13 @@
 // examples/gpt/trainer.hpp: the 3-D parallel training driver on an hcomm::grid, templated
 // over the communication bundle (hcomm::bundle<Scheme>, or gpt::plain_bundle: plain MPI) and
 // the model's backend (Ops: cpu_ops; portable_ops on a host executor for --device host and
-// host-check, on CUDA for --device cuda). The trainer's collectives, tied-embedding exchange
-// and sparse layers reach the model's memory from the host, so a backend whose memory is not
-// the host's (Ops::host_accessible false: CUDA) trains on one rank, dense, without dumps.
+// host-check, on CUDA for --device cuda). Every buffer of the model reaches the bundle's
+// communicators as comm_buffer.hpp makes it: std::span for host bundles, hcomm::device_span
+// for hcomm::device_bundle (host-check over staged MPI runs its device code paths on the CPU;
+// a backend whose memory is not the host's, Ops::host_accessible false, needs it). The
+// tied-embedding exchange (plain MPI) stages through the host on backends with their own
+// memory (Ops::host_memory false). Sparse layers, dumps and the overlap thread read the
+// model's memory from the host: host bundles only.
 //
 //   hcomm::grid g(dp, pp, tp);
 //   hcomm::bundle<hcomm::scheme::zhybrid<16, 8>> b(g);
@@ -39,6 +43,7 @@
 
 #include "checkpoint.hpp"
 #include "collective.hpp"
+#include "comm_buffer.hpp"
 #include "config.hpp"
 #include "data.hpp"
 #include "dp_reduce.hpp"
@@ -67,7 +72,13 @@ struct run_result {
 template <class Bundle, class Ops = cpu_ops>
 class trainer {
   using dp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().dp())>;
-  using pp_request = decltype(std::declval<Bundle&>().pp().isend(std::span<const float>{}, 0, 0));
+  using pp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().pp())>;
+  using tp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().tp())>;
+  // A device bundle (its communicators take device_span): the model's memory goes to them as is.
+  static constexpr bool device_bundle = takes_device_span<dp_comm_t>;
+  using pp_request = decltype(std::declval<pp_comm_t&>().isend(comm_buffer<pp_comm_t>(static_cast<const float*>(nullptr), 0), 0, 0));
+  static_assert(Ops::host_accessible || device_bundle,
+                "trainer: a backend whose memory the host cannot read needs a device bundle (hcomm::device_bundle)");
   using model_type = basic_stage_model<Ops>;
   using adam_type = basic_adamw<Ops>;
   using sparse_type = basic_sparse_trainer<model_type, adam_type>;
@@ -98,7 +109,8 @@ class trainer {
     // (MPI moves a non-blocking collective only while it is called).
     // Compressed schemes: hcomm's all-reduce, on the communication thread when overlapped.
     // (One bucket keeps hcomm's call: the default runs of the small models are unchanged.)
-    native_ = bucketed_ && buckets_.size() > 1 && (o.scheme == "none" || o.scheme == "plain");
+    // (Device bundles: hcomm's all-reduce, which stages what MPI cannot read.)
+    native_ = !device_bundle && bucketed_ && buckets_.size() > 1 && (o.scheme == "none" || o.scheme == "plain");
     overlap_ = o.overlap;
     if (o.overlap) {
       if (!bucketed_)
@@ -107,15 +119,13 @@ class trainer {
     }
   }
 
-  // The backend, after checking what a backend without host memory cannot do yet (before
-  // anything is allocated on it).
-  static Ops device_only_checked(const hcomm::grid& g, const run_options& o, Ops ops) {
-    if constexpr (!Ops::host_accessible) {
-      if (g.dp_size() * g.pp_size() * g.tp_size() != 1)
-        hcomm::fail(hcomm::errc::unsupported, "--device " + o.device + " trains on one rank (grid 1x1x1) so far: the "
-                                              "trainer's DP, PP and TP exchanges do not take device memory yet");
+  // The backend, after checking what a device bundle cannot do yet (before anything is
+  // allocated on it).
+  static Ops device_only_checked(const hcomm::grid&, const run_options& o, Ops ops) {
+    if constexpr (device_bundle) {
       if (o.sparsity.sparse() || !o.dump_tensors.empty() || o.overlap)
-        hcomm::fail(hcomm::errc::unsupported, "--device " + o.device + ": no --sparsity, --dump-tensors or --overlap");
+        hcomm::fail(hcomm::errc::unsupported, "--device " + o.device + ": no --sparsity, --dump-tensors or --overlap "
+                                              "(they read the model's memory from the host)");
     }
     return ops;
   }
@@ -384,10 +394,10 @@ class trainer {
     }
     fwd_sends_.resize(static_cast<std::size_t>(M));
     auto isend_fwd = [&](int mb) {
-      if (!model_.is_last()) fwd_sends_[mb] = comm_.pp().isend(sent_forward(mb), grid_.next_stage(), 2 * mb);
+      if (!model_.is_last()) fwd_sends_[mb] = comm_.pp().isend(pp_buffer(sent_forward(mb)), grid_.next_stage(), 2 * mb);
     };
     auto isend_bwd = [&](int mb) {
-      if (!model_.is_first()) bwd_send_ = comm_.pp().isend(sent_backward(mb), grid_.prev_stage(), 2 * mb + 1);
+      if (!model_.is_first()) bwd_send_ = comm_.pp().isend(pp_buffer(sent_backward(mb)), grid_.prev_stage(), 2 * mb + 1);
     };
     auto recv_bwd = [&](int mb) {
       bwd_send_.wait();  // dres() is about to be written
@@ -409,7 +419,7 @@ class trainer {
       recv_bwd(i);
       pp_request next;
       if (i + 1 < steady && !model_.is_first())
-        next = comm_.pp().irecv(act_span(model_.input(warm + i + 1)), grid_.prev_stage(), 2 * (warm + i + 1));
+        next = comm_.pp().irecv(pp_buffer(act_span(model_.input(warm + i + 1))), grid_.prev_stage(), 2 * (warm + i + 1));
       Bnb(i);
       next.wait();
       isend_bwd(i);
@@ -424,17 +434,19 @@ class trainer {
     return loss;
   }
   std::span<float> act_span(float* p) { return {p, static_cast<std::size_t>(model_.act_numel())}; }
+  template <class T>
+  static auto pp_buffer(std::span<T> s) { return comm_buffer<pp_comm_t>(s); }
   void recv_forward(int mb) {
-    if (!model_.is_first()) comm_.pp().recv(act_span(model_.input(mb)), grid_.prev_stage(), 2 * mb);
+    if (!model_.is_first()) comm_.pp().recv(pp_buffer(act_span(model_.input(mb))), grid_.prev_stage(), 2 * mb);
   }
   void send_forward(int mb) {
-    if (!model_.is_last()) comm_.pp().send(sent_forward(mb), grid_.next_stage(), 2 * mb);
+    if (!model_.is_last()) comm_.pp().send(pp_buffer(sent_forward(mb)), grid_.next_stage(), 2 * mb);
   }
   void recv_backward(int mb) {
-    if (!model_.is_last()) comm_.pp().recv(act_span(model_.dres()), grid_.next_stage(), 2 * mb + 1);
+    if (!model_.is_last()) comm_.pp().recv(pp_buffer(act_span(model_.dres())), grid_.next_stage(), 2 * mb + 1);
   }
   void send_backward(int mb) {
-    if (!model_.is_first()) comm_.pp().send(sent_backward(mb), grid_.prev_stage(), 2 * mb + 1);
+    if (!model_.is_first()) comm_.pp().send(pp_buffer(sent_backward(mb)), grid_.prev_stage(), 2 * mb + 1);
   }
   // What a stage sends: micro-batch mb's output forward, the gradient of its input backward
   // (in dres() after backward); recorded at the dump step.
@@ -486,15 +498,24 @@ class trainer {
     const local_tensor* t = nullptr;
     for (const auto& x : model_.tensors())
       if (x.global == 0) t = &x;
-    float* mine = model_.grads.data() + t->offset;
     const int n = static_cast<int>(t->numel);
+    float* mine = on_host(model_.grads.data() + t->offset, n, tied_mine_);
     tied_buf_.resize(static_cast<std::size_t>(n));
     const int peer = grid_.world_rank_of(grid_.dp_rank(), model_.is_first() ? grid_.pp_size() - 1 : 0, grid_.tp_rank());
     constexpr int tag = 30000;  // above any micro-batch tag, below the MPI minimum tag bound 32767
     MPI_Sendrecv(mine, n, MPI_FLOAT, peer, tag, tied_buf_.data(), n, MPI_FLOAT, peer, tag, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
     for (int i = 0; i < n; ++i) mine[i] += tied_buf_[static_cast<std::size_t>(i)];
+    if constexpr (!Ops::host_memory) model_.ops().upload(model_.grads.data() + t->offset, mine, tied_mine_.size());
     tied_bytes_ += static_cast<double>(n) * sizeof(float);
+  }
+  // n values of the model's memory at p where the host reads them: p itself (host memory),
+  // else their copy in `copy`.
+  float* on_host(float* p, int n, std::vector<float>& copy) const {
+    if constexpr (Ops::host_memory) return p;
+    copy.resize(static_cast<std::size_t>(n));
+    model_.ops().download(copy.data(), p, copy.size());
+    return copy.data();
   }
 
   // The first and last stage's copies of the tied embedding must still be bitwise equal
@@ -506,8 +527,8 @@ class trainer {
       const local_tensor* t = nullptr;
       for (const auto& x : model_.tensors())
         if (x.global == 0) t = &x;
-      const float* mine = model_.params.data() + t->offset;
       const int n = static_cast<int>(t->numel);
+      const float* mine = on_host(model_.params.data() + t->offset, n, tied_mine_);
       const int peer = grid_.world_rank_of(grid_.dp_rank(), model_.is_first() ? grid_.pp_size() - 1 : 0, grid_.tp_rank());
       if (model_.is_first()) {
         MPI_Send(mine, n, MPI_FLOAT, peer, 30002, MPI_COMM_WORLD);
@@ -542,7 +563,8 @@ class trainer {
             data_.val_sequence(v, cfg_.batch, g, T, tokens_[mb].data() + s * T, targets_[mb].data() + s * T);
         }
         recv_forward(mb);
-        sum += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), comm_.tp(), 0.f, false);
+        tp_tap tp{comm_.tp(), nullptr};
+        sum += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), tp, 0.f, false);
         correct += static_cast<double>(model_.correct());
         send_forward(mb);
       }
@@ -570,13 +592,17 @@ class trainer {
       std::fill(tok.begin(), tok.end(), 0);
       for (int t = 0; t < len; ++t) tok[t] = static_cast<unsigned char>(ctx[t]);
       recv_forward(0);
-      model_.forward(0, tok.data(), targets_[0].data(), comm_.tp(), 0.f, false);
+      tp_tap tp{comm_.tp(), nullptr};
+      model_.forward(0, tok.data(), targets_[0].data(), tp, 0.f, false);
       send_forward(0);
       int next = 0;
       if (model_.is_last()) {
         const float* z = model_.logits() + static_cast<std::size_t>(len - 1) * model_.local_vocab();
         std::copy(z, z + model_.local_vocab(), part.begin());
-        if (grid_.tp_size() > 1) exact_allgather(comm_.tp(), std::span<const float>(part), std::span<float>(row));
+        // host vectors: plain MPI on the TP group (exact, as the bundle's exact gather)
+        if (grid_.tp_size() > 1)
+          MPI_Allgather(part.data(), static_cast<int>(part.size()), MPI_FLOAT, row.data(), static_cast<int>(part.size()),
+                        MPI_FLOAT, grid_.comm(hcomm::axis_id::tp));
         else row = part;
         float mx = row[0];
         for (float x : row) mx = std::max(mx, x);
@@ -706,7 +732,7 @@ class trainer {
   std::uint64_t cursor_ = 0;       // data position
   std::uint64_t rng_state_ = 0x5eed;  // sampling RNG
   std::vector<std::vector<int>> tokens_, targets_;
-  std::vector<float> tied_buf_;
+  std::vector<float> tied_buf_, tied_mine_;  // the peer's copy; ours, staged (Ops::host_memory false)
   double tied_bytes_ = 0;  // uncompressed tied-embedding exchange (not in the axis stats)
   sparse_type sp_;         // --sparsity (dense: only counts FLOPs)
   watchdog dog_;           // --comm-timeout

@@ -54,5 +54,6 @@
 #include "hcomm/comm/device_communicator.hpp"
 #include "hcomm/comm/scheme.hpp"
 #include "hcomm/comm/bundle.hpp"
+#include "hcomm/comm/device_bundle.hpp"
 #include "hcomm/comm/registry.hpp"
 #endif

@@ -2,7 +2,8 @@
 // transport::mpi_staged, policies...> (device code paths, frames through host staging) must
 // give bitwise what communicator<policies...> gives on the host: DP with ZFP rate 8 and error
 // feedback (allreduce twice, reduce_scatter, allgather, broadcast, residuals), TP with MPC,
-// PP with ZFP rate 16 (send/recv around the ring); device_span takes no host containers.
+// PP with ZFP rate 16 (send/recv around the ring); the exact TP sum and gather equal MPI's;
+// device_bundle<S> equals bundle<S> on a grid; device_span takes no host containers.
 #include <mpi.h>
 
 #include <cmath>
@@ -12,6 +13,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "hcomm/comm/bundle.hpp"
+#include "hcomm/comm/device_bundle.hpp"
 #include "hcomm/comm/device_communicator.hpp"
 #include "hcomm/exec/host_check.hpp"
 #include "hcomm/transport/mpi_staged.hpp"
@@ -98,6 +101,16 @@ int main(int argc, char** argv) {
       h.allreduce(std::span<float>(a));
       d.allreduce(dspan(b));
       CHECK(same(a.data(), b.data(), n), "tp allreduce");
+      // exact whatever the codec: MPI's own sum and gather, bitwise
+      std::vector<float> e = data_of(r, n, 7), f = e, ref = e;
+      MPI_Allreduce(MPI_IN_PLACE, ref.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      h.allreduce_exact(std::span<float>(e));
+      d.allreduce_exact(dspan(f));
+      CHECK(same(e.data(), ref.data(), n) && same(f.data(), ref.data(), n), "tp allreduce_exact");
+      std::vector<float> g = data_of(r, m, 8), ga(n), gb(n);
+      MPI_Allgather(g.data(), static_cast<int>(m), MPI_FLOAT, ga.data(), static_cast<int>(m), MPI_FLOAT, MPI_COMM_WORLD);
+      d.allgather_exact(device_span<const float>(g.data(), m), dspan(gb));
+      CHECK(same(ga.data(), gb.data(), n), "tp allgather_exact");
     }
     {
       pp_host h(MPI_COMM_WORLD, opt);
@@ -111,6 +124,26 @@ int main(int argc, char** argv) {
       sh.wait();
       sd.wait();
       CHECK(same(a.data(), b.data(), n), "pp send/recv");
+    }
+    {
+      // device_bundle<S>: bundle<S>'s axes and peers, on the executor (even ranks: dp 2 x tp p/2)
+      if (p % 2 == 0) {
+        using S = hcomm::scheme::zhybrid<16, 8>;
+        hcomm::grid g(2, 1, p / 2);
+        hcomm::bundle<S> h(g, opt);
+        hcomm::device_bundle<S, hcomm::exec::host_check, hcomm::transport::mpi_staged> d(g, opt);
+        static_assert(std::is_same_v<decltype(d)::dp_comm,
+                                     dev<hcomm::ParallelAxis<hcomm::DP>, hcomm::Compressor<hcomm::Lossy<8>>>>);
+        std::vector<float> a = data_of(r, n, 9), b = a, c = data_of(r, n, 10), e = c;
+        h.dp().allreduce(std::span<float>(a));
+        d.dp().allreduce(dspan(b));
+        CHECK(same(a.data(), b.data(), n), "device_bundle dp allreduce");
+        h.tp().allreduce(std::span<float>(c));
+        d.tp().allreduce(dspan(e));
+        CHECK(same(c.data(), e.data(), n), "device_bundle tp allreduce");
+        CHECK(h.dp().stats().wire_bytes == d.dp().stats().wire_bytes && d.tp().size() == p / 2 && d.pp().size() == p,
+              "device_bundle stats and axis sizes");
+      }
     }
   } catch (const hcomm::error& e) {
     CHECK(false, std::string("unexpected hcomm::error: ") + e.what());

@@ -103,6 +103,21 @@ class device_communicator {
     algorithm::allgather(*cx_, config(), std::span<const T>(in.data(), in.size()), std::span<T>(out.data(), out.size()));
   }
 
+  // Exact sums and gathers whatever the codec and the threshold (the identity codec), as
+  // communicator<...>::allreduce_exact: statistics no codec's error bound covers (a loss's
+  // sums of exponentials, row maxima).
+  template <element T>
+  void allreduce_exact(device_span<T> x) requires offers_reduce {
+    algorithm::allreduce(*cx_, codec::config{}, std::span<T>(x.data(), x.size()));
+  }
+  template <class U, element T>
+  void allgather_exact(device_span<U> in, device_span<T> out)
+    requires offers_reduce && std::is_same_v<std::remove_const_t<U>, T>
+  {
+    algorithm::allgather(*cx_, codec::config{}, std::span<const T>(in.data(), in.size()),
+                         std::span<T>(out.data(), out.size()));
+  }
+
   // --- DP ---
   template <element T>
   void broadcast(device_span<T> x, int root) requires offers_broadcast {

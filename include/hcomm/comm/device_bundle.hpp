@@ -1,0 +1,62 @@
+// hcomm/comm/device_bundle.hpp: the three communicators of a 3-D parallel rank for one
+// scheme, on an executor's (device) memory: bundle<S> (comm/bundle.hpp) with
+// device_communicator (comm/device_communicator.hpp) on every axis.
+//
+//   hcomm::grid g(dp, pp, tp);
+//   hcomm::device_bundle<hcomm::scheme::zhybrid<16, 8>, hcomm::exec::cuda, hcomm::transport::mpi_staged>
+//       b(g, {}, hcomm::exec::cuda{stream});
+//   b.tp().allreduce(hcomm::device_span<float>(d_partial, n));   // coded and reduced on the stream
+//   b.pp().send(hcomm::device_span<const float>(d_acts, n), g.next_stage(), 0);
+//   b.dp().allreduce(hcomm::device_span<float>(d_grads, n));
+//
+// The axes, their communicators and the peers are bundle<S>'s: dp() and tp() over the grid's
+// axis sub-communicators, pp() over the grid's world duplicate. All three share the executor
+// (one stream: their calls are ordered with the compute that produced their buffers).
+// exec::host_check with transport::mpi_staged runs the device code paths on the CPU.
+#pragma once
+#include <string>
+#include <type_traits>
+
+#include "hcomm/comm/device_communicator.hpp"
+#include "hcomm/comm/scheme.hpp"
+#include "hcomm/topology/grid.hpp"
+
+namespace hcomm {
+
+template <scheme::scheme_policy S, class A, exec::executor Exec, class Transport>
+using scheme_device_communicator =
+    std::conditional_t<std::is_same_v<A, DP> && S::error_feedback,
+                       device_communicator<Exec, Transport, ParallelAxis<A>, typename S::template compressor<A>, ErrorFeedback>,
+                       device_communicator<Exec, Transport, ParallelAxis<A>, typename S::template compressor<A>>>;
+
+template <scheme::scheme_policy S, exec::executor Exec, class Transport>
+class device_bundle {
+ public:
+  using scheme_type = S;
+  using executor_type = Exec;
+  using transport_type = Transport;
+  using dp_comm = scheme_device_communicator<S, DP, Exec, Transport>;
+  using pp_comm = scheme_device_communicator<S, PP, Exec, Transport>;
+  using tp_comm = scheme_device_communicator<S, TP, Exec, Transport>;
+
+  explicit device_bundle(const grid& g, const comm_options& opt = {}, Exec ex = {})
+      : dp_(g.comm(axis_id::dp), opt, ex), pp_(g.world(), opt, ex), tp_(g.comm(axis_id::tp), opt, ex) {}
+
+  static std::string name() { return S::name(); }
+  dp_comm& dp() noexcept { return dp_; }
+  pp_comm& pp() noexcept { return pp_; }
+  tp_comm& tp() noexcept { return tp_; }
+
+  void reset_stats() noexcept {
+    dp_.reset_stats();
+    pp_.reset_stats();
+    tp_.reset_stats();
+  }
+
+ private:
+  dp_comm dp_;
+  pp_comm pp_;
+  tp_comm tp_;
+};
+
+}  // namespace hcomm
