@@ -4,7 +4,8 @@
 #   scripts/gpu-check.sh --prepare [--no-build] [--kit DIR]
 #       here (no GPU needed): build core_test_cuda, core_cuda_throughput, core_gpu_smoke,
 #       comm_test_device_transports, comm_test_nccl, hcomm-collective,
-#       model_test_cuda_portable_kernels and model_test_cuda_model (sm_80 and sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
+#       model_test_cuda_portable_kernels, model_test_cuda_model and train_gpt (sm_80 and
+#       sm_90), pack them with the runtime pieces a bare GPU machine lacks into DIR
 #       (default build-gpu/kit, git-ignored, at most 64 MiB: fails if over). --no-build packs
 #       what $BUILD_DIR (default build-gpu) already holds.
 #   scripts/gpu-check.sh [--kit DIR]
@@ -19,7 +20,10 @@
 #         bash scripts/gpu-check.sh --prepare && bash scripts/gpu-check.sh --dry-run
 #
 # The kit: bin/ (the programs, stripped), lib/ (the CUDA runtime they were linked
-# against, used only where the machine lacks it), mpi/ (Debian 12's Open MPI 4.1 runtime:
+# against, used only where the machine lacks it; lib/host: the other libraries they need,
+# OpenBLAS and libgfortran for train_gpt say, those over 4 MiB xz-compressed and unpacked
+# into the run's folder), data/corpus.txt (the first 2 MB of data/kjv.txt, for train_gpt),
+# mpi/ (Debian 12's Open MPI 4.1 runtime:
 # mpirun (orterun), orted, ompi_info, libmpi and every library it, the launcher and the
 # plugins need beyond glibc/libstdc++/libgcc, the MCA plugins (mpi/lib/openmpi), PMIx's
 # plugins (mpi/lib/pmix), the help files (mpi/share), mpi/etc/openmpi-mca-params.conf and
@@ -45,6 +49,12 @@
 #                  (examples/gpt/portable/: LayerNorm, GELU, AdamW) on the GPU against the host
 #   2c trainer-model  model_test_cuda_model: the whole model (GPT-2, NeoX, BERT, bf16) in
 #                  device memory with cuBLAS GEMMs: loss, logits, gradients against the host
+#   2d trainer-cuda  train_gpt --device cuda (the kit's mpirun; a dry run instead starts it
+#                  there, trainer-kit, and sees it refuse without a GPU): 10 steps of the tiny model
+#                  against host-check (fp32 1e-5, bf16 1e-3); 2x1x1, 1x2x1, 1x1x2 and 2x2x2
+#                  sharing the GPU reproduce the 1-rank losses to 1e-5; resume is bitwise;
+#                  2 ranks without --share-gpu stop with one line; then a few steps of
+#                  gpt2-124m in fp32 and bf16 (step lines: ms, tokens/s)
 #   3 device-collectives  2 ranks sharing the GPU: comm_test_device_transports (every
 #                  collective on exec::cuda over mpi_staged, and mpi_device where MPI is
 #                  CUDA-aware, bitwise against the host context)
@@ -180,7 +190,7 @@ requirements() {
 
 if [ $PREPARE = 1 ]; then
   BUILD_DIR=${BUILD_DIR:-$SRC/build-gpu}
-  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke comm_test_device_transports comm_test_nccl hcomm-collective model_test_cuda_portable_kernels model_test_cuda_model"
+  PROGRAMS="core_test_cuda core_cuda_throughput core_gpu_smoke comm_test_device_transports comm_test_nccl hcomm-collective model_test_cuda_portable_kernels model_test_cuda_model train_gpt"
   if [ $BUILD = 1 ]; then
     NVCC=${CUDACXX:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
     [ -x "$NVCC" ] || { echo "gpu-check: no nvcc (set CUDACXX)" >&2; exit 1; }
@@ -188,7 +198,7 @@ if [ $PREPARE = 1 ]; then
     mkdir -p "$BUILD_DIR"
     cmake -S "$SRC" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$NVCC" \
           -DHCOMM_ENABLE_CUDA=ON -DHCOMM_ENABLE_MPI=ON "-DCMAKE_CUDA_ARCHITECTURES=${CUDA_ARCHS:-80;90}" \
-          -DHCOMM_BUILD_TESTS=ON -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=OFF -DHCOMM_BUILD_TOOLS=ON \
+          -DHCOMM_BUILD_TESTS=ON -DHCOMM_BUILD_BENCH=OFF -DHCOMM_BUILD_EXAMPLES=ON -DHCOMM_BUILD_TOOLS=ON \
           -DHCOMM_TOOLS=hcomm-collective \
           "-DHCOMM_TEST_AREAS=core;comm;model" >"$BUILD_DIR/kit-configure.log" 2>&1 || { tail -30 "$BUILD_DIR/kit-configure.log"; exit 1; }
     echo "gpu-check: build $PROGRAMS"
@@ -203,6 +213,7 @@ if [ $PREPARE = 1 ]; then
     [ -x "$f" ] || f=$BUILD_DIR/tests/comm/$p
     [ -x "$f" ] || f=$BUILD_DIR/tests/model/$p
     [ -x "$f" ] || f=$BUILD_DIR/tools/$p/$p
+    [ -x "$f" ] || f=$BUILD_DIR/examples/gpt/$p
     if [ -x "$f" ]; then
       cp "$f" "$KIT/bin/" && strip --strip-unneeded "$KIT/bin/$p"
     elif [ $BUILD = 1 ] || [ "$p" = core_gpu_smoke ]; then
@@ -221,6 +232,15 @@ if [ $PREPARE = 1 ]; then
     [[ $n =~ $BASE_LIBS || $n =~ $MPI_LIBS || $n == libcudart* || $n == libnccl* || $n == libcublas* ]] ||
       cp -L "$p" "$KIT/lib/host/$n"
   done
+  # Big ones (OpenBLAS: 36 MB, 4 MB compressed) travel xz-compressed; the run unpacks them.
+  for f in "$KIT"/lib/host/*; do
+    [ -f "$f" ] && [ "$(stat -c %s "$f")" -gt $((4 * 1024 * 1024)) ] && xz -T0 -6 "$f"
+  done
+  # train_gpt's corpus: the first 2 MB of the default one (the machine has no data/).
+  if [ -x "$KIT/bin/train_gpt" ]; then
+    [ -s "$SRC/data/kjv.txt" ] || { echo "gpu-check: no data/kjv.txt for train_gpt (run scripts/setup.sh)" >&2; exit 1; }
+    mkdir -p "$KIT/data" && head -c 2000000 "$SRC/data/kjv.txt" >"$KIT/data/corpus.txt"
+  fi
   pack_mpi "$KIT/mpi"
   rc=$?
   if [ $rc -ne 0 ]; then
@@ -407,11 +427,27 @@ if [ -n "$KIT_CUDART" ] && ! sys_lib "$KIT_CUDART" >/dev/null; then
   LIBPATH=$LIBPATH:$KIT/lib
   say "using the kit's $KIT_CUDART"
 fi
-for f in "$KIT"/lib/host/*; do
+# lib/host, its compressed files unpacked into the run's folder (xz, else python3's lzma).
+HOST_LIB=$KIT/lib/host
+if compgen -G "$KIT/lib/host/*.xz" >/dev/null; then
+  HOST_LIB=$WORK/lib-host
+  mkdir -p "$HOST_LIB"
+  for f in "$KIT"/lib/host/*; do
+    case $f in
+      *.xz) t=$HOST_LIB/$(basename "${f%.xz}")
+            if command -v xz >/dev/null; then xz -dc "$f" >"$t"
+            else python3 -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2], "wb"))' "$f" "$t"
+            fi || say "FAIL: could not unpack $(basename "$f")" ;;
+      *) cp "$f" "$HOST_LIB/" ;;
+    esac
+  done
+fi
+for f in "$HOST_LIB"/*; do
   [ -e "$f" ] || continue
-  if ! sys_lib "$(basename "$f")" >/dev/null; then
-    LIBPATH=$LIBPATH:$KIT/lib/host
-    say "using the kit's lib/host ($(basename "$f") missing here)"
+  # (a dry run always takes them: the kit's unpacked copies are what it checks)
+  if [ $DRY = 1 ] || ! sys_lib "$(basename "$f")" >/dev/null; then
+    LIBPATH=$LIBPATH:$HOST_LIB
+    say "using the kit's lib/host ($([ $DRY = 1 ] && echo "dry run: the kit's copies checked" || echo "$(basename "$f") missing here"))"
     break
   fi
 done
@@ -543,6 +579,44 @@ device_timing() {
     --op allreduce --codec none,mpc,zfp:8 --baseline --bytes "${COLLECTIVE_MIB:-64}M" --threshold 0 --iters 5
 }
 
+# train_gpt --device cuda on the kit's corpus, through the kit's mpirun (ranks sharing the GPU).
+trainer_cuda() {
+  local d=$WORK/trainer-cuda rc=0
+  mkdir -p "$d"
+  local C="--model tiny --layers 4 --heads 8 --steps 10 --quiet --sample 0 --data $KIT/data/corpus.txt"
+  tg() {  # tg NP ARGS...: train_gpt on NP ranks
+    local np=$1
+    shift
+    kit_env mpirun -np "$np" --oversubscribe --allow-run-as-root --bind-to none "$BIN/train_gpt" "$@"
+  }
+  # shellcheck disable=SC2086
+  {
+    echo "== 1 rank: host-check (the reference), cuda against it (fp32: 1e-5; bf16: 1e-3)"
+    tg 1 $C --device host-check --losses-out "$d/hc.txt" || return 1
+    tg 1 $C --device cuda --losses-out "$d/cuda.txt" --expect-losses "$d/hc.txt" --expect-rtol 1e-5 || rc=1
+    [ -s "$d/cuda.txt" ] || return 1
+    tg 1 $C --device host-check --precision bf16 --losses-out "$d/hc-bf16.txt" &&
+      tg 1 $C --device cuda --precision bf16 --expect-losses "$d/hc-bf16.txt" --expect-rtol 1e-3 || rc=1
+    echo "== grids sharing the GPU reproduce the 1-rank cuda losses (1e-5)"
+    tg 2 $C --device cuda --share-gpu --dp 2 --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
+    tg 2 $C --device cuda --share-gpu --pp 2 --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
+    tg 2 $C --device cuda --share-gpu --tp 2 --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
+    tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
+    echo "== resume on the GPU is bitwise"
+    tg 1 $C --device cuda --stop-at 5 --save "$d/ck" &&
+      tg 1 $C --device cuda --resume "$d/ck" --expect-losses "$d/cuda.txt" --expect-rtol 0 || rc=1
+    echo "== 2 ranks on one GPU without --share-gpu: one line, exit 2"
+    tg 2 $C --device cuda --dp 2 >"$d/refused.txt" 2>&1
+    local r=$?
+    cat "$d/refused.txt"
+    { [ $r -eq 2 ] && [ "$(grep -c 'share-gpu' "$d/refused.txt")" = 1 ]; } || { echo "refusal: FAIL (exit $r)"; rc=1; }
+    echo "== gpt2-124m, 1 GPU: fp32 (no TF32), then bf16"
+    tg 1 --model gpt2-124m --steps 6 --sample 0 --eval-every 0 --data "$KIT/data/corpus.txt" --device cuda || rc=1
+    tg 1 --model gpt2-124m --steps 6 --sample 0 --eval-every 0 --data "$KIT/data/corpus.txt" --device cuda --precision bf16 || rc=1
+  }
+  return $rc
+}
+
 # mpi_stage NAME CAP PROGRAM FUNCTION: a GPU stage that runs FUNCTION (ranks through the kit's
 # mpirun), recorded as not run when the kit's MPI cannot start here or PROGRAM is not in the kit.
 mpi_stage() {
@@ -581,6 +655,21 @@ else
   export BIN KIT LIBPATH HOME_TMP WORK
   stage smoke-mpi "$(smoke_cap 40)" bash -c "mpi_smoke $([ $DRY = 1 ] && echo --no-gpu)"
 fi
+# A dry run: the kit's train_gpt starts through the kit's mpirun, its libraries resolving to
+# the kit's (lib/host unpacked), and without a GPU stops before training with one line.
+train_gpt_no_gpu() {
+  local out r
+  out=$(kit_env mpirun -np 1 --allow-run-as-root --bind-to none "$BIN/train_gpt" --model tiny --steps 1 \
+        --data "$KIT/data/corpus.txt" --device cuda 2>&1)
+  r=$?
+  echo "$out"
+  [ $r -eq 2 ] && echo "$out" | grep -q '^train_gpt: --device cuda: no'
+}
+if [ $DRY = 1 ] && [ -x "$BIN/train_gpt" ] && [ "$MPI_TOO_OLD" != 1 ]; then
+  export -f train_gpt_no_gpu
+  export KIT
+  stage trainer-kit 30 bash -c train_gpt_no_gpu
+fi
 if [ $gpu_ok = 0 ] ||
    ! gpu_stage smoke-collectives 60 "$BIN/core_test_cuda" "cuda team collectives give their defined results" ||
    ! gpu_stage smoke-roundtrip 60 "$BIN/core_cuda_throughput" --mib 1; then
@@ -590,6 +679,7 @@ else
   gpu_stage correctness 150 "$BIN/core_test_cuda" --durations yes
   gpu_stage trainer-kernels 30 "$BIN/model_test_cuda_portable_kernels"
   gpu_stage trainer-model 60 "$BIN/model_test_cuda_model"
+  mpi_stage trainer-cuda 120 train_gpt trainer_cuda
   mpi_stage device-collectives 90 comm_test_device_transports device_collectives
   mpi_stage nccl 60 comm_test_nccl nccl_check
   mpi_stage device-timing 60 hcomm-collective device_timing

@@ -8,12 +8,14 @@
 #include <cuda_runtime.h>
 #include <mpi.h>
 
+#include <cstdio>
 #include <string>
 
 #include "gemm_cublas.hpp"
 #include "hcomm/comm/device_bundle.hpp"
 #include "hcomm/exec/cuda.hpp"
 #include "hcomm/transport/mpi_staged.hpp"
+#include "mfu.hpp"
 #include "ops_portable.hpp"
 #include "trainer.hpp"
 
@@ -32,7 +34,20 @@ run_result train_on_cuda(const config& c, const run_options& o, const hcomm::gri
     hcomm::fail(hcomm::errc::unsupported, "--device cuda: " + no);
   int devices = 0;
   HCOMM_CUDA_CHECK(cudaGetDeviceCount(&devices));
-  HCOMM_CUDA_CHECK(cudaSetDevice(gpu_of(node, devices)));
+  const int gpu = gpu_of(node, devices);
+  HCOMM_CUDA_CHECK(cudaSetDevice(gpu));
+  // MFU against the device's peak for what the GEMMs run: cuBLAS sgemm without TF32, so the
+  // fp32 CUDA-core peak (bf16 rounds the values, the arithmetic stays fp32); --peak-tflops wins.
+  run_options ro = o;
+  cudaDeviceProp prop{};
+  HCOMM_CUDA_CHECK(cudaGetDeviceProperties(&prop, gpu));
+  if (ro.peak_tflops <= 0) ro.peak_tflops = peak_tflops(prop.name, peak_precision::fp32);
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  if (world_rank == 0 && !o.quiet)
+    std::printf("device cuda: %s (GPU %d of %d on rank 0's node, %d rank(s) there), MFU peak %.1f TFLOP/s%s\n", prop.name,
+                gpu, devices, node.local_size, ro.peak_tflops,
+                o.peak_tflops > 0 ? " (--peak-tflops)" : ro.peak_tflops > 0 ? " (fp32: sgemm, no TF32)" : " (unknown device)");
   cudaStream_t stream = nullptr;
   HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   run_result r;
@@ -40,7 +55,7 @@ run_result train_on_cuda(const config& c, const run_options& o, const hcomm::gri
     using ops = portable_ops<hcomm::exec::cuda, cublas_gemm>;
     using bundle = hcomm::device_bundle<hcomm::scheme::none, hcomm::exec::cuda, hcomm::transport::mpi_staged>;
     bundle comm(g, opt, hcomm::exec::cuda{stream});
-    trainer<bundle, ops> t(c, o, g, comm, ops{hcomm::exec::cuda{stream}, cublas_gemm{stream}});
+    trainer<bundle, ops> t(c, ro, g, comm, ops{hcomm::exec::cuda{stream}, cublas_gemm{stream}});
     r = t.run();
   }
   HCOMM_CUDA_CHECK(cudaStreamDestroy(stream));
