@@ -168,10 +168,11 @@ inline void add_options(CLI::App& app, cli& c) {
   choice_opt(app, "--precision", c.precision, {"fp32", "bf16"},
              "bf16: weights, activations and gradients rounded to bfloat16, fp32 master weights, optimizer and accumulation")
       ->group(G);
-  choice_opt(app, "--device", c.run.device, {"cpu", "host", "host-check", "cuda"},
+  choice_opt(app, "--device", c.run.device, {"cpu", "host", "host-check", "kokkos", "cuda"},
              "the model's backend: cpu (OpenBLAS and OpenMP loops), host (the GPU's portable kernels on the host "
-             "executor), host-check (the same under host-check: shuffled threads, shadowed scratch), cuda (the "
-             "same kernels and cuBLAS on the local rank's GPU); host and host-check train dense models with "
+             "executor), host-check (the same under host-check: shuffled threads, shadowed scratch), kokkos (the "
+             "same kernels through Kokkos's default execution space, GEMMs by OpenBLAS), cuda (the same kernels "
+             "and cuBLAS on the local rank's GPU); host, host-check and kokkos train dense models with "
              "--scheme none or zhybrid:16,8, cuda dense models with --scheme none; host-check and cuda "
              "communicate through hcomm's device communicators (staged MPI)")
       ->group(G);

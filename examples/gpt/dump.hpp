@@ -87,10 +87,14 @@ class tensor_dump {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     coords_ = std::to_string(g.dp_rank()) + "\t" + std::to_string(g.pp_rank()) + "\t" + std::to_string(g.tp_rank());
     std::string dp_group, tp_group;
-    for (int d = 0; d < g.dp_size(); ++d)
-      dp_group += (d ? "," : "") + std::to_string(g.world_rank_of(d, g.pp_rank(), g.tp_rank()));
-    for (int t = 0; t < g.tp_size(); ++t)
-      tp_group += (t ? "," : "") + std::to_string(g.world_rank_of(g.dp_rank(), g.pp_rank(), t));
+    for (int d = 0; d < g.dp_size(); ++d) {
+      if (d > 0) dp_group += ',';
+      dp_group += std::to_string(g.world_rank_of(d, g.pp_rank(), g.tp_rank()));
+    }
+    for (int t = 0; t < g.tp_size(); ++t) {
+      if (t > 0) tp_group += ',';
+      tp_group += std::to_string(g.world_rank_of(g.dp_rank(), g.pp_rank(), t));
+    }
     const std::string me = std::to_string(rank_);
     add(dump_kind::dp_grad, dp_group).values.assign(grad_values, 0.f);
     if (g.pp_rank() + 1 < g.pp_size()) add(dump_kind::pp_act_fwd, me + "," + std::to_string(g.next_stage()));

@@ -80,7 +80,7 @@ struct run_options {
   int dump_step = 0;          // that step, as the step lines number it (0: the run's first)
   bool quiet = false;
   double peak_tflops = 0;     // one rank's device peak for the MFU figures (0: unknown, no MFU)
-  std::string device = "cpu"; // the model's backend: cpu | host | host-check (portable kernels) | cuda
+  std::string device = "cpu"; // the model's backend: cpu | host | host-check | kokkos (portable kernels) | cuda
   bool share_gpu = false;     // --device cuda: more ranks on a node than GPUs (round robin; tests)
   sparsity_config sparsity;   // --sparsity and its schedule options
 };

@@ -23,6 +23,7 @@
 #include "hcomm/exec/host_check.hpp"
 #include "ops_portable.hpp"
 #include "train_cuda.hpp"
+#include "train_kokkos.hpp"
 #include "trainer.hpp"
 
 namespace {
@@ -80,6 +81,9 @@ gpt::run_result run_scheme(const cli& c, [[maybe_unused]] const gpt::node_place&
 #if HCOMM_GPT_CUDA
   if (c.run.device == "cuda") return gpt::train_on_cuda(c.cfg, c.run, grid, opt, node);
 #endif
+#if HCOMM_GPT_KOKKOS
+  if (c.run.device == "kokkos") return gpt::train_on_kokkos(c.cfg, c.run, grid, opt);
+#endif
   if (c.run.device != "cpu") return run_portable(c, grid, opt);
   return hcomm::dispatch_scheme(c.run.scheme, [&]<class Scheme>() {
     hcomm::bundle<Scheme> comm(grid, opt);
@@ -127,6 +131,11 @@ int check_arguments(int argc, char** argv, [[maybe_unused]] const gpt::node_plac
           "-DHCOMM_ENABLE_CUDA=ON)");
 #endif
     }
+#if !HCOMM_GPT_KOKKOS
+    if (c.run.device == "kokkos")
+      bad("--device kokkos: this train_gpt was built without hcomm's Kokkos executor (install Kokkos, e.g. Debian's "
+          "libtrilinos-kokkos-dev, and configure with -DHCOMM_ENABLE_KOKKOS=ON)");
+#endif
     if (c.run.overlap && mpi_thread_level < MPI_THREAD_MULTIPLE)
       bad("--overlap on needs MPI_THREAD_MULTIPLE (a DP thread beside the pipeline's calls); this MPI provides " +
           thread_level_name(mpi_thread_level) + " (use --overlap off)");
