@@ -10,6 +10,8 @@
 //                                    checkpoint file after STEP
 //   GPT_FAULT_UNSHARED=RANK          RANK does not see rank 0's files in the --save directory
 //   GPT_FAULT_HANG=RANK:STEP         RANK stops communicating (sleeps) at the start of STEP
+//   GPT_FAULT_ALLOC=RANK             RANK's allocation of the model fails (std::bad_alloc), as
+//                                    a GPU out of memory on one rank
 #pragma once
 #include <cstdlib>
 #include <string>
@@ -47,5 +49,6 @@ inline const spec& save_enospc() { static const spec f = read("GPT_FAULT_SAVE_EN
 inline const spec& kill_in_save() { static const spec f = read("GPT_FAULT_KILL_IN_SAVE"); return f; }
 inline const spec& unshared() { static const spec f = read("GPT_FAULT_UNSHARED"); return f; }
 inline const spec& hang() { static const spec f = read("GPT_FAULT_HANG"); return f; }
+inline const spec& alloc() { static const spec f = read("GPT_FAULT_ALLOC"); return f; }
 
 }  // namespace gpt::faults

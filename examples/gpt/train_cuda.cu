@@ -55,8 +55,7 @@ run_result train_on_cuda(const config& c, const run_options& o, const hcomm::gri
     using ops = portable_ops<hcomm::exec::cuda, cublas_gemm>;
     using bundle = hcomm::device_bundle<hcomm::scheme::none, hcomm::exec::cuda, hcomm::transport::mpi_staged>;
     bundle comm(g, opt, hcomm::exec::cuda{stream});
-    trainer<bundle, ops> t(c, ro, g, comm, ops{hcomm::exec::cuda{stream}, cublas_gemm{stream}});
-    r = t.run();
+    r = trainer<bundle, ops>::make(c, ro, g, comm, ops{hcomm::exec::cuda{stream}, cublas_gemm{stream}})->run();
   }
   HCOMM_CUDA_CHECK(cudaStreamDestroy(stream));
   return r;

@@ -47,8 +47,7 @@ void check_scheme(const std::string& s) {
 
 template <class Bundle, class Ops = gpt::cpu_ops>
 gpt::run_result train(const cli& c, const hcomm::grid& grid, Bundle& comm) {
-  gpt::trainer<Bundle, Ops> t(c.cfg, c.run, grid, comm);
-  return t.run();
+  return gpt::trainer<Bundle, Ops>::make(c.cfg, c.run, grid, comm)->run();
 }
 
 // --device host | host-check: the portable backend, instantiated for two schemes (check_cli

@@ -22,8 +22,7 @@ run_result train_on_kokkos(const config& c, const run_options& o, const hcomm::g
   const Kokkos::ScopeGuard guard;  // the model's arrays are freed before Kokkos is finalised
   auto on = [&]<class Scheme>() {
     hcomm::bundle<Scheme> comm(g, opt);
-    trainer<hcomm::bundle<Scheme>, ops> t(c, o, g, comm);
-    return t.run();
+    return trainer<hcomm::bundle<Scheme>, ops>::make(c, o, g, comm)->run();
   };
   if (o.scheme == "none") return on.template operator()<hcomm::scheme::none>();
   return on.template operator()<hcomm::scheme::zhybrid<16, 8>>();

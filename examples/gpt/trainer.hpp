@@ -11,8 +11,8 @@
 //
 //   hcomm::grid g(dp, pp, tp);
 //   hcomm::bundle<hcomm::scheme::zhybrid<16, 8>> b(g);
-//   gpt::trainer<decltype(b)> t(cfg, opts, g, b);
-//   gpt::run_result r = t.run();            // r.losses: the loss curve (losses.hpp)
+//   auto t = gpt::trainer<decltype(b)>::make(cfg, opts, g, b);   // collective
+//   gpt::run_result r = t->run();           // r.losses: the loss curve (losses.hpp)
 //
 // train_step() is one optimizer step, as in llm.c: this DP rank's share of the global batch;
 // forward and backward of every micro-batch through the pipeline (1F1B, TP collectives inside
@@ -33,6 +33,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <new>
 #include <span>
 #include <string>
 #include <thread>
@@ -84,11 +85,30 @@ class trainer {
   using sparse_type = basic_sparse_trainer<model_type, adam_type>;
 
  public:
+  // Collective. The model and the optimizer state are allocated first, before any collective:
+  // memory (a GPU's above all) can run out on some ranks only. make() agrees on it: a rank
+  // whose allocation failed says why in the agreement that the constructor's body starts
+  // with on the others, and every rank throws gpt::stopped (exit 2) with that reason.
+  template <class... A>
+  static std::unique_ptr<trainer> make(A&&... a) {
+    allocating() = true;
+    try {
+      return std::make_unique<trainer>(std::forward<A>(a)...);
+    } catch (const std::exception& e) {
+      if (!allocating()) throw;  // after the agreement: the body's own errors
+      allocating() = false;
+      const verdict v = agree(false, reason_of(e));
+      throw stopped{2, allocation_failure(v)};
+    }
+  }
+
   trainer(const config& c, const run_options& o, const hcomm::grid& g, Bundle& b, Ops ops = {})
       : cfg_(c), opt_(o), grid_(g), comm_(b),
         model_(c, {g.pp_size(), g.pp_rank(), g.tp_size(), g.tp_rank()}, c.micro_for(g.dp_size(), g.pp_size()),
                c.batch / g.dp_size() / c.micro_for(g.dp_size(), g.pp_size()), device_only_checked(g, o, std::move(ops))),
         adam_(model_.params.size(), model_.ops()), dog_(o.comm_timeout), dp_(b.dp(), g, o.sparsity.packed_dp), ckpt_(c, o, g, dog_) {
+    allocating() = false;
+    if (const verdict v = agree(true, ""); !v.ok) throw stopped{2, allocation_failure(v)};
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
     agreed([&] { data_ = text_data::load(o.data, c.val_frac, c.block); }, 2, "cannot load --data " + o.data + ": ");
     if (c.is_bert()) mlm_ = mlm_data(&data_, c);
@@ -121,13 +141,24 @@ class trainer {
 
   // The backend, after checking what a device bundle cannot do yet (before anything is
   // allocated on it).
-  static Ops device_only_checked(const hcomm::grid&, const run_options& o, Ops ops) {
+  static Ops device_only_checked(const hcomm::grid& g, const run_options& o, Ops ops) {
+    if (faults::alloc().at(g.world_rank(), -1)) throw std::bad_alloc();
     if constexpr (device_bundle) {
       if (o.sparsity.sparse() || !o.dump_tensors.empty() || o.overlap)
         hcomm::fail(hcomm::errc::unsupported, "--device " + o.device + ": no --sparsity, --dump-tensors or --overlap "
                                               "(they read the model's memory from the host)");
     }
     return ops;
+  }
+
+  // make()'s state: true from its start until the constructor's agreement (per thread: ranks
+  // may be threads of one process in tests).
+  static bool& allocating() {
+    static thread_local bool a = false;
+    return a;
+  }
+  static std::string allocation_failure(const verdict& v) {
+    return "cannot allocate the model and optimizer state: rank " + std::to_string(v.first_bad) + ": " + v.what;
   }
 
   // Trains from step 0 or the --resume set to --steps (or --stop-at), reporting every step.
