@@ -321,6 +321,15 @@ class basic_stage_model {
       return dst.data();
     }
   }
+  // Host room for a small backend array's values, not copied: the array itself, or `mirror`
+  // sized for it (the caller fills it and, off the host, uploads it).
+  float* host_room(array<float>& a, std::vector<float>& mirror) const {
+    if constexpr (Ops::host_memory) return a.data();
+    else {
+      mirror.resize(a.size());
+      return mirror.data();
+    }
+  }
   // A small backend array on the host: the array itself, or its copy in `mirror`.
   float* on_host(array<float>& a, std::vector<float>& mirror) const {
     if constexpr (Ops::host_memory) return a.data();
@@ -604,7 +613,7 @@ class basic_stage_model {
     if (place_.tp > 1) {
       exact_allgather(tp, std::span<const float>(ce_max_.data(), ce_max_.size()), sp(ce_gather_));
       const float* gathered = on_host(ce_gather_, ce_gather_host_);
-      mx = on_host(ce_max_, ce_max_host_);
+      mx = host_room(ce_max_, ce_max_host_);  // overwritten with the global maxima below
       for (std::int64_t n = 0; n < N; ++n) {
         float m = gathered[n];
         for (int r = 1; r < place_.tp; ++r) m = gathered[r * N + n] > m ? gathered[r * N + n] : m;
