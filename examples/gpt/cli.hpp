@@ -172,9 +172,8 @@ inline void add_options(CLI::App& app, cli& c) {
              "the model's backend: cpu (OpenBLAS and OpenMP loops), host (the GPU's portable kernels on the host "
              "executor), host-check (the same under host-check: shuffled threads, shadowed scratch), kokkos (the "
              "same kernels through Kokkos's default execution space, GEMMs by OpenBLAS), cuda (the same kernels "
-             "and cuBLAS on the local rank's GPU); host, host-check and kokkos train dense models with "
-             "--scheme none or zhybrid:16,8, cuda dense models with --scheme none; host-check and cuda "
-             "communicate through hcomm's device communicators (staged MPI)")
+             "and cuBLAS on the local rank's GPU); each trains dense models with --scheme none or zhybrid:16,8; "
+             "host-check and cuda communicate through hcomm's device communicators (staged MPI)")
       ->group(G);
   app.add_flag("--share-gpu", c.run.share_gpu,
                "--device cuda: let more ranks of a node than it has GPUs share them, round robin (tests; NCCL "
@@ -341,9 +340,6 @@ inline void check_cli(const cli& c) {
         "reduce one bucket after backward; use --overlap off");
   if (c.run.device != "cpu" && s.sparse())
     bad("--device " + c.run.device + ": sparse runs (--sparsity " + s.method + ") use msparse's CPU kernels; use --device cpu");
-  if (c.run.device == "cuda" && c.run.scheme != "none")
-    bad("--device cuda is instantiated with --scheme none only, not " + c.run.scheme +
-        " (--device host-check runs zhybrid:16,8 through the same device communicators)");
   if ((c.run.device == "cuda" || c.run.device == "host-check") && (!c.run.dump_tensors.empty() || c.run.overlap))
     bad("--device " + c.run.device + ": --dump-tensors and --overlap on read the model's memory from the host; "
         "use --device host or cpu");

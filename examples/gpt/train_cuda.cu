@@ -2,7 +2,8 @@
 // run in device memory through portable_ops<cuda, cublas_gemm> (ops_portable.hpp,
 // gemm_cublas.hpp) on one stream of the rank's GPU; the DP, PP and TP collectives run on the
 // same stream through hcomm::device_bundle over staged MPI (frames through pinned host
-// memory: any MPI, several ranks per GPU); the trainer is trainer.hpp's.
+// memory: any MPI, several ranks per GPU), ZFP coding on the GPU with zhybrid:16,8;
+// the trainer is trainer.hpp's.
 #include "train_cuda.hpp"
 
 #include <cuda_runtime.h>
@@ -51,12 +52,13 @@ run_result train_on_cuda(const config& c, const run_options& o, const hcomm::gri
   cudaStream_t stream = nullptr;
   HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   run_result r;
-  {
+  auto on = [&]<class Scheme>() {
     using ops = portable_ops<hcomm::exec::cuda, cublas_gemm>;
-    using bundle = hcomm::device_bundle<hcomm::scheme::none, hcomm::exec::cuda, hcomm::transport::mpi_staged>;
+    using bundle = hcomm::device_bundle<Scheme, hcomm::exec::cuda, hcomm::transport::mpi_staged>;
     bundle comm(g, opt, hcomm::exec::cuda{stream});
-    r = trainer<bundle, ops>::make(c, ro, g, comm, ops{hcomm::exec::cuda{stream}, cublas_gemm{stream}})->run();
-  }
+    return trainer<bundle, ops>::make(c, ro, g, comm, ops{hcomm::exec::cuda{stream}, cublas_gemm{stream}})->run();
+  };
+  r = o.scheme == "none" ? on.template operator()<hcomm::scheme::none>() : on.template operator()<hcomm::scheme::zhybrid<16, 8>>();
   HCOMM_CUDA_CHECK(cudaStreamDestroy(stream));
   return r;
 }
