@@ -53,7 +53,8 @@
 #                  there, trainer-kit, and sees it refuse without a GPU): 10 steps of the tiny model
 #                  against host-check (fp32 1e-5, bf16 1e-3); 2x1x1, 1x2x1, 1x1x2 and 2x2x2
 #                  sharing the GPU reproduce the 1-rank losses to 1e-5; zhybrid:16,8 on
-#                  2x2x2 tracks host-check's to 1e-4; resume is bitwise;
+#                  2x2x2 tracks host-check's to 1e-4; --overlap on (DP on its own stream)
+#                  equals off bitwise; resume is bitwise;
 #                  2 ranks without --share-gpu stop with one line; then a few steps of
 #                  gpt2-124m in fp32 and bf16 (step lines: ms, tokens/s)
 #   3 device-collectives  2 ranks sharing the GPU: comm_test_device_transports (every
@@ -608,6 +609,10 @@ trainer_cuda() {
        --losses-out "$d/hc8-zh.txt" &&
       tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,8 --compress-min-bytes 0 \
          --expect-losses "$d/hc8-zh.txt" --expect-rtol 1e-4 || rc=1
+    echo "== --overlap on (DP buckets on a communication stream) equals off, bitwise"
+    tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --bucket-mb 0.05 --losses-out "$d/ov-off.txt" &&
+      tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --bucket-mb 0.05 --overlap on \
+         --expect-losses "$d/ov-off.txt" --expect-rtol 0 || rc=1
     echo "== resume on the GPU is bitwise"
     tg 1 $C --device cuda --stop-at 5 --save "$d/ck" &&
       tg 1 $C --device cuda --resume "$d/ck" --expect-losses "$d/cuda.txt" --expect-rtol 0 || rc=1

@@ -340,9 +340,8 @@ inline void check_cli(const cli& c) {
         "reduce one bucket after backward; use --overlap off");
   if (c.run.device != "cpu" && s.sparse())
     bad("--device " + c.run.device + ": sparse runs (--sparsity " + s.method + ") use msparse's CPU kernels; use --device cpu");
-  if ((c.run.device == "cuda" || c.run.device == "host-check") && (!c.run.dump_tensors.empty() || c.run.overlap))
-    bad("--device " + c.run.device + ": --dump-tensors and --overlap on read the model's memory from the host; "
-        "use --device host or cpu");
+  if ((c.run.device == "cuda" || c.run.device == "host-check") && !c.run.dump_tensors.empty())
+    bad("--device " + c.run.device + ": --dump-tensors reads the model's memory from the host; use --device host or cpu");
   if (c.run.share_gpu && c.run.device != "cuda") bad("--share-gpu is for --device cuda");
   if (c.run.device != "cpu" && c.run.scheme != "none" && c.run.scheme != "zhybrid:16,8")
     bad("--device " + c.run.device + " is instantiated with --scheme none and zhybrid:16,8 only, not " + c.run.scheme);

@@ -1,9 +1,9 @@
 // examples/gpt/train_cuda.cu: train_gpt's --device cuda (train_cuda.hpp). The model and AdamW
 // run in device memory through portable_ops<cuda, cublas_gemm> (ops_portable.hpp,
 // gemm_cublas.hpp) on one stream of the rank's GPU; the DP, PP and TP collectives run on the
-// same stream through hcomm::device_bundle over staged MPI (frames through pinned host
-// memory: any MPI, several ranks per GPU), ZFP coding on the GPU with zhybrid:16,8;
-// the trainer is trainer.hpp's.
+// same stream (DP on a second one with --overlap on) through hcomm::device_bundle over
+// staged MPI (frames through pinned host memory: any MPI, several ranks per GPU), ZFP coding
+// on the GPU with zhybrid:16,8; the trainer is trainer.hpp's.
 #include "train_cuda.hpp"
 
 #include <cuda_runtime.h>
@@ -49,16 +49,20 @@ run_result train_on_cuda(const config& c, const run_options& o, const hcomm::gri
     std::printf("device cuda: %s (GPU %d of %d on rank 0's node, %d rank(s) there), MFU peak %.1f TFLOP/s%s\n", prop.name,
                 gpu, devices, node.local_size, ro.peak_tflops,
                 o.peak_tflops > 0 ? " (--peak-tflops)" : ro.peak_tflops > 0 ? " (fp32: sgemm, no TF32)" : " (unknown device)");
-  cudaStream_t stream = nullptr;
+  // The compute stream (the model, AdamW, PP and TP) and, with --overlap on, a communication
+  // stream for the DP buckets (trainer.hpp orders the two with events).
+  cudaStream_t stream = nullptr, comm_stream = nullptr;
   HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  if (o.overlap) HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
   run_result r;
   auto on = [&]<class Scheme>() {
     using ops = portable_ops<hcomm::exec::cuda, cublas_gemm>;
     using bundle = hcomm::device_bundle<Scheme, hcomm::exec::cuda, hcomm::transport::mpi_staged>;
-    bundle comm(g, opt, hcomm::exec::cuda{stream});
+    bundle comm(g, opt, hcomm::exec::cuda{stream}, hcomm::exec::cuda{comm_stream ? comm_stream : stream});
     return trainer<bundle, ops>::make(c, ro, g, comm, ops{hcomm::exec::cuda{stream}, cublas_gemm{stream}})->run();
   };
   r = o.scheme == "none" ? on.template operator()<hcomm::scheme::none>() : on.template operator()<hcomm::scheme::zhybrid<16, 8>>();
+  if (comm_stream) HCOMM_CUDA_CHECK(cudaStreamDestroy(comm_stream));
   HCOMM_CUDA_CHECK(cudaStreamDestroy(stream));
   return r;
 }

@@ -6,8 +6,9 @@
 // for hcomm::device_bundle (host-check over staged MPI runs its device code paths on the CPU;
 // a backend whose memory is not the host's, Ops::host_accessible false, needs it). The
 // tied-embedding exchange (plain MPI) stages through the host on backends with their own
-// memory (Ops::host_memory false). Sparse layers, dumps and the overlap thread read the
-// model's memory from the host: host bundles only.
+// memory (Ops::host_memory false). With --overlap on, a device bundle's DP communicator may
+// run on a communication stream of its own, ordered with the compute by events. Sparse
+// layers and dumps read the model's memory from the host: host bundles only.
 //
 //   hcomm::grid g(dp, pp, tp);
 //   hcomm::bundle<hcomm::scheme::zhybrid<16, 8>> b(g);
@@ -144,9 +145,9 @@ class trainer {
   static Ops device_only_checked(const hcomm::grid& g, const run_options& o, Ops ops) {
     if (faults::alloc().at(g.world_rank(), -1)) throw std::bad_alloc();
     if constexpr (device_bundle) {
-      if (o.sparsity.sparse() || !o.dump_tensors.empty() || o.overlap)
-        hcomm::fail(hcomm::errc::unsupported, "--device " + o.device + ": no --sparsity, --dump-tensors or --overlap "
-                                              "(they read the model's memory from the host)");
+      if (o.sparsity.sparse() || !o.dump_tensors.empty())
+        hcomm::fail(hcomm::errc::unsupported, "--device " + o.device + ": no --sparsity or --dump-tensors (they read "
+                                              "the model's memory from the host)");
     }
     return ops;
   }
@@ -288,8 +289,18 @@ class trainer {
     }
     reduce_final_from(0);  // the buckets backward did not start (all of them without --overlap)
     if (worker_) worker_->flush();
+    compute_after_dp();
     next_bucket_ = 0;
     return loss_sum;
+  }
+  // Device bundles, whose DP communicator may run on its own executor (a communication
+  // stream, --overlap on): DP starts a bucket after the compute that wrote it, and compute
+  // reads the sums only after DP (events; ordered already on one stream and on the host).
+  void dp_after_compute() {
+    if constexpr (device_bundle) comm_.dp().executor().wait(model_.ops().ex.record());
+  }
+  void compute_after_dp() {
+    if constexpr (device_bundle) model_.ops().ex.wait(comm_.dp().executor().record());
   }
   // --precision bf16: the gradients (accumulated in fp32 over the micro-batches) go to the DP
   // reduction as their bfloat16 rounding.
@@ -333,8 +344,17 @@ class trainer {
         if (MPI_Wait(&r, MPI_STATUS_IGNORE) != MPI_SUCCESS)
           hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
       } else if (worker_) {
-        worker_->submit([this, g] { dp_.reduce_bucket(g); });
+        if constexpr (device_bundle) {  // the communication stream starts where compute wrote the bucket
+          const auto written = model_.ops().ex.record();
+          worker_->submit([this, g, written] {
+            comm_.dp().executor().wait(written);
+            dp_.reduce_bucket(g);
+          });
+        } else {
+          worker_->submit([this, g] { dp_.reduce_bucket(g); });
+        }
       } else {
+        dp_after_compute();
         dp_.reduce_bucket(g);
       }
     }

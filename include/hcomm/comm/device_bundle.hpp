@@ -10,8 +10,16 @@
 //   b.dp().allreduce(hcomm::device_span<float>(d_grads, n));
 //
 // The axes, their communicators and the peers are bundle<S>'s: dp() and tp() over the grid's
-// axis sub-communicators, pp() over the grid's world duplicate. All three share the executor
-// (one stream: their calls are ordered with the compute that produced their buffers).
+// axis sub-communicators, pp() over the grid's world duplicate. By default all three share
+// the executor (one stream: their calls are ordered with the compute that produced their
+// buffers). Given a second executor, DP runs on it (a communication stream, so that gradient
+// buckets are reduced while backward goes on); the caller then orders the two with events:
+//
+//   hcomm::device_bundle<S, hcomm::exec::cuda, hcomm::transport::mpi_staged> b(g, {}, compute, comm);
+//   b.dp().executor().wait(compute.record());     // the bucket's gradients are written
+//   b.dp().allreduce(bucket);                     // on the communication stream
+//   compute.wait(b.dp().executor().record());     // before the optimizer reads them
+//
 // exec::host_check with transport::mpi_staged runs the device code paths on the CPU.
 #pragma once
 #include <string>
@@ -40,7 +48,10 @@ class device_bundle {
   using tp_comm = scheme_device_communicator<S, TP, Exec, Transport>;
 
   explicit device_bundle(const grid& g, const comm_options& opt = {}, Exec ex = {})
-      : dp_(g.comm(axis_id::dp), opt, ex), pp_(g.world(), opt, ex), tp_(g.comm(axis_id::tp), opt, ex) {}
+      : device_bundle(g, opt, ex, ex) {}
+  // DP on `dp_ex`, PP and TP on `ex`.
+  device_bundle(const grid& g, const comm_options& opt, Exec ex, Exec dp_ex)
+      : dp_(g.comm(axis_id::dp), opt, dp_ex), pp_(g.world(), opt, ex), tp_(g.comm(axis_id::tp), opt, ex) {}
 
   static std::string name() { return S::name(); }
   dp_comm& dp() noexcept { return dp_; }

@@ -63,6 +63,8 @@ class device_communicator {
   comm_stats stats() const noexcept { return const_cast<context_type&>(*cx_).counters(); }
   void reset_stats() noexcept { cx_->counters() = {}; }
   context_type& context() noexcept { return *cx_; }
+  // The executor its coding, reduction and staging run on (a stream, on CUDA).
+  const Exec& executor() const noexcept { return cx_->executor(); }
 
   // --- PP ---
   // (Inputs take device_span<T> or device_span<const T>.)
