@@ -55,8 +55,13 @@
 #                  sharing the GPU reproduce the 1-rank losses to 1e-5; zhybrid:16,8 on
 #                  2x2x2 tracks host-check's to 1e-4; --overlap on (DP on its own stream)
 #                  equals off bitwise; resume is bitwise;
-#                  2 ranks without --share-gpu stop with one line; then a few steps of
-#                  gpt2-124m in fp32 and bf16 (step lines: ms, tokens/s)
+#                  2 ranks without --share-gpu stop with one line
+#   2e trainer-throughput  gpt2-124m (B 8, T 1024) on one GPU, 10 steps each, median of steps
+#                  3-10: train_gpt --device cuda fp32 and bf16, and in the same run PyTorch
+#                  (the machine's, kit/py/reference_gpt.py: the same model) fp32 with TF32
+#                  off and bf16 autocast, its fused attention (SDPA), eager, then
+#                  torch.compile'd (at most 80 s) if 150 s of the budget are left; a table
+#                  in summary.md
 #   3 device-collectives  2 ranks sharing the GPU: comm_test_device_transports (every
 #                  collective on exec::cuda over mpi_staged, and mpi_device where MPI is
 #                  CUDA-aware, bitwise against the host context)
@@ -242,6 +247,7 @@ if [ $PREPARE = 1 ]; then
   if [ -x "$KIT/bin/train_gpt" ]; then
     [ -s "$SRC/data/kjv.txt" ] || { echo "gpu-check: no data/kjv.txt for train_gpt (run scripts/setup.sh)" >&2; exit 1; }
     mkdir -p "$KIT/data" && head -c 2000000 "$SRC/data/kjv.txt" >"$KIT/data/corpus.txt"
+    mkdir -p "$KIT/py" && cp "$SRC/scripts/reference_gpt.py" "$KIT/py/"  # the PyTorch side of trainer-throughput
   fi
   pack_mpi "$KIT/mpi"
   rc=$?
@@ -360,6 +366,22 @@ for line in sys.stdin:
     print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (g("codec"), g("dtype"), g("data"), g("mib"), g("compress_GBps"),
                                                     g("decompress_GBps"), g("ratio"), g("round_trip")))
 ' 2>/dev/null || echo "$tp"
+    fi
+    local tt
+    tt=$(grep -h '^{"impl"' "$WORK"/trainer-throughput.log 2>/dev/null || true)
+    if [ -n "$tt" ]; then
+      echo
+      echo "gpt2-124m, B 8 x T 1024, one GPU (median of steps 3-10; TFLOP/s: train_gpt's count of the step's FLOPs):"
+      echo
+      echo "| implementation | precision | attention | ms/step | tokens/s | TFLOP/s |"
+      echo "|---|---|---|---:|---:|---:|"
+      echo "$tt" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    d = json.loads(line)
+    print("| %s | %s | %s | %s | %s | %s |" % (d["impl"], d["precision"], d["attention"], d["ms"], d["tokens_per_s"],
+                                              d.get("tflops", "")))
+' 2>/dev/null || echo "$tt"
     fi
     echo
     echo "status: $([ $status -eq 0 ] && echo pass || echo fail), $(($(date +%s) - START)) s"
@@ -621,10 +643,47 @@ trainer_cuda() {
     local r=$?
     cat "$d/refused.txt"
     { [ $r -eq 2 ] && [ "$(grep -c 'share-gpu' "$d/refused.txt")" = 1 ]; } || { echo "refusal: FAIL (exit $r)"; rc=1; }
-    echo "== gpt2-124m, 1 GPU: fp32 (no TF32), then bf16"
-    tg 1 --model gpt2-124m --steps 6 --sample 0 --eval-every 0 --data "$KIT/data/corpus.txt" --device cuda || rc=1
-    tg 1 --model gpt2-124m --steps 6 --sample 0 --eval-every 0 --data "$KIT/data/corpus.txt" --device cuda --precision bf16 || rc=1
   }
+  return $rc
+}
+
+# gpt2-124m throughput, train_gpt and PyTorch side by side: one JSON line per run ({"impl":...}).
+trainer_throughput() {
+  local d=$WORK/trainer-throughput rc=0 prec
+  mkdir -p "$d"
+  local M="--model gpt2-124m --steps 10 --sample 0 --eval-every 0 --eval-batches 1 --quiet --data $KIT/data/corpus.txt"
+  for prec in fp32 bf16; do
+    # shellcheck disable=SC2086
+    kit_env mpirun -np 1 --allow-run-as-root --bind-to none "$BIN/train_gpt" $M --device cuda --precision $prec \
+        --metrics "$d/train_gpt-$prec.jsonl" || rc=1
+    python3 - "$d/train_gpt-$prec.jsonl" "$prec" <<'PY' || rc=1
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])][2:]
+ms = statistics.median(r["ms"] for r in rows)
+fl = rows[-1]["flops_step"]["actual"]
+print(json.dumps({"impl": "train_gpt --device cuda", "precision": sys.argv[2], "attention": "own (flash-style)",
+                  "ms": round(ms, 2), "tokens_per_s": round(8 * 1024 / ms * 1e3), "tflops": round(fl / ms / 1e9, 1)}))
+PY
+  done
+  pt() {  # pt PRECISION [--compile]: PyTorch's line as JSON
+    local out
+    out=$(${PT_TIMEOUT:+timeout "$PT_TIMEOUT"} python3 "$KIT/py/reference_gpt.py" --bench --model gpt2-124m \
+          --device cuda --sdpa --steps 10 --data "$KIT/data/corpus.txt" --precision "$@" 2>&1) ||
+      { echo "$out" | tail -5; return 1; }
+    echo "$out" | tail -1
+    echo "$out" | tail -1 | python3 -c '
+import json, re, sys
+l = sys.stdin.read()
+ms = float(re.search(r"median ms/step ([0-9.]+)", l).group(1))
+print(json.dumps({"impl": "PyTorch " + l.split()[1] + (" compiled" if "compile=yes" in l else " eager"),
+                  "precision": re.search(r"precision=(\S+)", l).group(1), "attention": "SDPA",
+                  "ms": ms, "tokens_per_s": round(8 * 1024 / ms * 1e3)}))'
+  }
+  pt fp32 || rc=1
+  pt bf16 || rc=1
+  # torch.compile's warm-up is long: at most 80 s, and its failure is reported, not the stage's
+  if [ "$(left)" -gt 150 ]; then PT_TIMEOUT=80 pt bf16 --compile || echo "torch.compile: failed or over 80 s"
+  else echo "torch.compile: not run (less than 150 s of the budget left)"; fi
   return $rc
 }
 
@@ -691,6 +750,9 @@ else
   gpu_stage trainer-kernels 30 "$BIN/model_test_cuda_portable_kernels"
   gpu_stage trainer-model 60 "$BIN/model_test_cuda_model"
   mpi_stage trainer-cuda 120 train_gpt trainer_cuda
+  export -f left
+  export START BUDGET_S
+  mpi_stage trainer-throughput 180 train_gpt trainer_throughput
   mpi_stage device-collectives 90 comm_test_device_transports device_collectives
   mpi_stage nccl 60 comm_test_nccl nccl_check
   mpi_stage device-timing 60 hcomm-collective device_timing

@@ -5,6 +5,8 @@ tensor by tensor (so CI needs no PyTorch).
 
     /usr/bin/python3 scripts/reference_gpt.py --out tests/model/data
     /usr/bin/python3 scripts/reference_gpt.py --bench --model small --threads 1   # ms/step
+    python3 scripts/reference_gpt.py --bench --model gpt2-124m --device cuda --precision bf16 --sdpa
+        # the GPU anchor of scripts/gpu-check.sh: bf16 autocast, PyTorch's fused attention
 
 Debug state layout (little endian):
     b"GPTDBG01"
@@ -58,10 +60,14 @@ class Block(nn.Module):
                 rh = torch.cat((-x2, x1), dim=-1)
                 return torch.cat((tr * cos + rh * sin, tp), dim=-1)
             q, k = rope(q), rope(k)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        mask = torch.tril(torch.ones(T, T, dtype=torch.bool))
-        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        if self.cfg.get("sdpa"):  # --bench --sdpa: PyTorch's fused (flash) attention, as nanoGPT uses
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+            mask = torch.tril(torch.ones(T, T, dtype=torch.bool, device=x.device))
+            att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.proj(y)
 
     def mlp(self, x):
@@ -91,7 +97,8 @@ class GPT(nn.Module):
             inv_freq = 1.0 / (10000 ** (torch.arange(0, rot, 2).float() / rot))
             freqs = torch.arange(T).float()[:, None] * inv_freq[None, :]
             emb = torch.cat((freqs, freqs), dim=-1)
-            self.cos, self.sin = emb.cos(), emb.sin()
+            self.register_buffer("cos", emb.cos(), persistent=False)  # buffers: they follow .to(device)
+            self.register_buffer("sin", emb.sin(), persistent=False)
         else:
             self.cos = self.sin = None
 
@@ -112,7 +119,7 @@ class GPT(nn.Module):
         B, T = idx.shape
         x = self.wte(idx)
         if self.cfg["arch"] == "gpt2":
-            x = x + self.wpe(torch.arange(T))[None]
+            x = x + self.wpe(torch.arange(T, device=idx.device))[None]
         for b in self.blocks:
             x = b(x, self.cos, self.sin)
         x = self.lnf(x)
@@ -141,8 +148,12 @@ def make_optimizer(model, cfg):
                              lr=cfg["lr"], betas=(cfg["beta1"], cfg["beta2"]), eps=cfg["eps"], foreach=False)
 
 
-def train_step(model, opt, cfg, step, x, y):
-    logits, loss = model(x, y)
+def train_step(model, opt, cfg, step, x, y, autocast=None):
+    if autocast is None:
+        logits, loss = model(x, y)
+    else:
+        with autocast:
+            logits, loss = model(x, y)
     opt.zero_grad(set_to_none=False)
     loss.backward()
     if cfg["clip"] > 0:
@@ -219,14 +230,24 @@ PRESETS = {
     "tiny": dict(L=2, C=64, NH=4, T=32, B=8, lr=1e-3),
     "small": dict(L=4, C=128, NH=4, T=128, B=8, lr=1e-3),
     "medium": dict(L=8, C=256, NH=8, T=256, B=16, lr=6e-4),
+    "gpt2-124m": dict(L=12, C=768, NH=12, T=1024, B=8, lr=6e-4),
 }
 
 
 def bench(args):
     torch.set_num_threads(args.threads)
+    dev = torch.device(args.device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit("reference_gpt: --device cuda, but PyTorch sees no CUDA device")
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32 (train_gpt's sgemm has no TF32)
+        torch.backends.cudnn.allow_tf32 = False
+    if args.sdpa and not hasattr(F, "scaled_dot_product_attention"):
+        raise SystemExit(f"reference_gpt: --sdpa needs PyTorch 2 (this is {torch.__version__})")
     p = PRESETS[args.model]
     cfg = dict(arch=args.arch, V=256, T=p["T"], L=p["L"], C=p["C"], NH=p["NH"], B=p["B"], steps=args.steps,
-               warmup=2, lr=p["lr"], min_lr_frac=0.1, wd=0.1, beta1=0.9, beta2=0.95, eps=1e-8, clip=1.0)
+               warmup=2, lr=p["lr"], min_lr_frac=0.1, wd=0.1, beta1=0.9, beta2=0.95, eps=1e-8, clip=1.0,
+               sdpa=args.sdpa)
     hd = cfg["C"] // cfg["NH"]
     rot = int(hd * 0.25) if args.arch == "neox" else 0
     cfg["rot"] = rot - rot % 2
@@ -236,7 +257,12 @@ def bench(args):
         for p in model.canonical():
             if p.dim() >= 2:
                 p.normal_(0.0, 0.02)
+    model.to(dev)
     opt = make_optimizer(model, cfg)
+    fwd = torch.compile(model) if args.compile else model
+    # bf16: autocast (bf16 GEMMs and attention, fp32 master weights and optimizer), as a user
+    # of PyTorch trains in bf16
+    autocast = torch.autocast(device_type=dev.type, dtype=torch.bfloat16) if args.precision == "bf16" else None
     raw = open(args.data, "rb").read(1 << 20)
     data = torch.tensor(list(raw), dtype=torch.long)
     B, T = cfg["B"], cfg["T"]
@@ -246,14 +272,18 @@ def bench(args):
     times = []
     for s in range(args.steps):
         i = (s % batches) * B * T
-        x = torch.stack([data[i + b * T: i + b * T + T] for b in range(B)])
-        y = torch.stack([data[i + b * T + 1: i + b * T + T + 1] for b in range(B)])
+        x = torch.stack([data[i + b * T: i + b * T + T] for b in range(B)]).to(dev)
+        y = torch.stack([data[i + b * T + 1: i + b * T + T + 1] for b in range(B)]).to(dev)
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
         t0 = time.perf_counter()
-        loss = train_step(model, opt, cfg, s, x, y)
+        loss = train_step(fwd, opt, cfg, s, x, y, autocast)  # .item(): the step is done on return
         times.append(time.perf_counter() - t0)
     steady = sorted(times[2:])[len(times[2:]) // 2] if len(times) > 3 else times[-1]
-    print(f"pytorch {torch.__version__} arch={args.arch} model={args.model} threads={args.threads} "
-          f"median ms/step {steady * 1e3:.2f} final loss {loss:.4f}")
+    where = f"threads={args.threads}" if dev.type == "cpu" else f"device={torch.cuda.get_device_name(dev)}"
+    print(f"pytorch {torch.__version__} arch={args.arch} model={args.model} {where} precision={args.precision} "
+          f"attention={'sdpa' if args.sdpa else 'explicit'} compile={'yes' if args.compile else 'no'} "
+          f"median ms/step {steady * 1e3:.2f} tokens/s {B * T / steady:.0f} final loss {loss:.4f}")
 
 
 def main():
@@ -265,6 +295,10 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "data", "kjv.txt"))
+    ap.add_argument("--device", default="cpu", help="--bench: cpu or cuda (fp32 there has TF32 off)")
+    ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"), help="--bench: bf16 = autocast to bfloat16")
+    ap.add_argument("--sdpa", action="store_true", help="--bench: F.scaled_dot_product_attention (PyTorch 2)")
+    ap.add_argument("--compile", action="store_true", help="--bench: torch.compile the model (PyTorch 2)")
     args = ap.parse_args()
     if args.bench:
         bench(args)
