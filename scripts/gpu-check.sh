@@ -343,6 +343,16 @@ smoke_cap() {
   local l=$((SMOKE_S - ($(date +%s) - SMOKE_T0)))
   [ "$l" -lt "$1" ] && echo "$l" || echo "$1"
 }
+# json_table KEY...: JSON lines on stdin as markdown table rows of those keys ("" where absent).
+json_table() {
+  python3 -c '
+import json, sys
+keys = sys.argv[1:]
+for line in sys.stdin:
+    d = json.loads(line)
+    print("| " + " | ".join(str(d.get(k, "")) for k in keys) + " |")
+' "$@"
+}
 finish() {
   {
     echo "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ)$([ $DRY = 1 ] && echo ' (dry run, no GPU)')"
@@ -358,14 +368,7 @@ finish() {
       echo
       echo "| codec | dtype | data | MiB | compress GB/s | decompress GB/s | ratio | round trip |"
       echo "|---|---|---|---:|---:|---:|---:|---|"
-      echo "$tp" | python3 -c '
-import json, sys
-for line in sys.stdin:
-    d = json.loads(line)
-    g = lambda k: d.get(k, "")
-    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (g("codec"), g("dtype"), g("data"), g("mib"), g("compress_GBps"),
-                                                    g("decompress_GBps"), g("ratio"), g("round_trip")))
-' 2>/dev/null || echo "$tp"
+      echo "$tp" | json_table codec dtype data mib compress_GBps decompress_GBps ratio round_trip 2>/dev/null || echo "$tp"
     fi
     local tt
     tt=$(grep -h '^{"impl"' "$WORK"/trainer-throughput.log 2>/dev/null || true)
@@ -375,13 +378,7 @@ for line in sys.stdin:
       echo
       echo "| implementation | precision | attention | ms/step | tokens/s | TFLOP/s |"
       echo "|---|---|---|---:|---:|---:|"
-      echo "$tt" | python3 -c '
-import json, sys
-for line in sys.stdin:
-    d = json.loads(line)
-    print("| %s | %s | %s | %s | %s | %s |" % (d["impl"], d["precision"], d["attention"], d["ms"], d["tokens_per_s"],
-                                              d.get("tflops", "")))
-' 2>/dev/null || echo "$tt"
+      echo "$tt" | json_table impl precision attention ms tokens_per_s tflops 2>/dev/null || echo "$tt"
     fi
     echo
     echo "status: $([ $status -eq 0 ] && echo pass || echo fail), $(($(date +%s) - START)) s"

@@ -14,6 +14,7 @@
 #pragma once
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "hcomm/comm/communicator.hpp"
 #include "hcomm/comm/scheme.hpp"
@@ -21,22 +22,17 @@
 
 namespace hcomm {
 
-template <scheme::scheme_policy S, class A>
-using scheme_communicator =
-    std::conditional_t<std::is_same_v<A, DP> && S::error_feedback,
-                       communicator<ParallelAxis<A>, typename S::template compressor<A>, ErrorFeedback>,
-                       communicator<ParallelAxis<A>, typename S::template compressor<A>>>;
-
-template <scheme::scheme_policy S>
-class bundle {
+namespace detail {
+// The three communicators of a rank, whatever their memory (bundle, device_bundle). The
+// derived bundle constructs them in the order dp, pp, tp (each duplicates its MPI
+// communicator: collective, so every rank must follow the same order; a braced list keeps it).
+template <class S, class Dp, class Pp, class Tp>
+class axis_bundle {
  public:
   using scheme_type = S;
-  using dp_comm = scheme_communicator<S, DP>;
-  using pp_comm = scheme_communicator<S, PP>;
-  using tp_comm = scheme_communicator<S, TP>;
-
-  explicit bundle(const grid& g, const comm_options& opt = {})
-      : dp_(g.comm(axis_id::dp), opt), pp_(g.world(), opt), tp_(g.comm(axis_id::tp), opt) {}
+  using dp_comm = Dp;
+  using pp_comm = Pp;
+  using tp_comm = Tp;
 
   static std::string name() { return S::name(); }
   dp_comm& dp() noexcept { return dp_; }
@@ -49,10 +45,31 @@ class bundle {
     tp_.reset_stats();
   }
 
+ protected:
+  axis_bundle(Dp&& dp, Pp&& pp, Tp&& tp) : dp_(std::move(dp)), pp_(std::move(pp)), tp_(std::move(tp)) {}
+
  private:
   dp_comm dp_;
   pp_comm pp_;
   tp_comm tp_;
+};
+}  // namespace detail
+
+template <scheme::scheme_policy S, class A>
+using scheme_communicator =
+    std::conditional_t<std::is_same_v<A, DP> && S::error_feedback,
+                       communicator<ParallelAxis<A>, typename S::template compressor<A>, ErrorFeedback>,
+                       communicator<ParallelAxis<A>, typename S::template compressor<A>>>;
+
+template <scheme::scheme_policy S>
+class bundle : public detail::axis_bundle<S, scheme_communicator<S, DP>, scheme_communicator<S, PP>,
+                                          scheme_communicator<S, TP>> {
+  using base = detail::axis_bundle<S, scheme_communicator<S, DP>, scheme_communicator<S, PP>, scheme_communicator<S, TP>>;
+
+ public:
+  explicit bundle(const grid& g, const comm_options& opt = {})
+      : base{typename base::dp_comm(g.comm(axis_id::dp), opt), typename base::pp_comm(g.world(), opt),
+             typename base::tp_comm(g.comm(axis_id::tp), opt)} {}
 };
 
 }  // namespace hcomm

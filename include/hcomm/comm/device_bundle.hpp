@@ -25,6 +25,7 @@
 #include <string>
 #include <type_traits>
 
+#include "hcomm/comm/bundle.hpp"  // detail::axis_bundle
 #include "hcomm/comm/device_communicator.hpp"
 #include "hcomm/comm/scheme.hpp"
 #include "hcomm/topology/grid.hpp"
@@ -38,36 +39,23 @@ using scheme_device_communicator =
                        device_communicator<Exec, Transport, ParallelAxis<A>, typename S::template compressor<A>>>;
 
 template <scheme::scheme_policy S, exec::executor Exec, class Transport>
-class device_bundle {
+class device_bundle
+    : public detail::axis_bundle<S, scheme_device_communicator<S, DP, Exec, Transport>,
+                                 scheme_device_communicator<S, PP, Exec, Transport>,
+                                 scheme_device_communicator<S, TP, Exec, Transport>> {
+  using base = detail::axis_bundle<S, scheme_device_communicator<S, DP, Exec, Transport>,
+                                   scheme_device_communicator<S, PP, Exec, Transport>,
+                                   scheme_device_communicator<S, TP, Exec, Transport>>;
+
  public:
-  using scheme_type = S;
   using executor_type = Exec;
   using transport_type = Transport;
-  using dp_comm = scheme_device_communicator<S, DP, Exec, Transport>;
-  using pp_comm = scheme_device_communicator<S, PP, Exec, Transport>;
-  using tp_comm = scheme_device_communicator<S, TP, Exec, Transport>;
 
-  explicit device_bundle(const grid& g, const comm_options& opt = {}, Exec ex = {})
-      : device_bundle(g, opt, ex, ex) {}
+  explicit device_bundle(const grid& g, const comm_options& opt = {}, Exec ex = {}) : device_bundle(g, opt, ex, ex) {}
   // DP on `dp_ex`, PP and TP on `ex`.
   device_bundle(const grid& g, const comm_options& opt, Exec ex, Exec dp_ex)
-      : dp_(g.comm(axis_id::dp), opt, dp_ex), pp_(g.world(), opt, ex), tp_(g.comm(axis_id::tp), opt, ex) {}
-
-  static std::string name() { return S::name(); }
-  dp_comm& dp() noexcept { return dp_; }
-  pp_comm& pp() noexcept { return pp_; }
-  tp_comm& tp() noexcept { return tp_; }
-
-  void reset_stats() noexcept {
-    dp_.reset_stats();
-    pp_.reset_stats();
-    tp_.reset_stats();
-  }
-
- private:
-  dp_comm dp_;
-  pp_comm pp_;
-  tp_comm tp_;
+      : base{typename base::dp_comm(g.comm(axis_id::dp), opt, dp_ex), typename base::pp_comm(g.world(), opt, ex),
+             typename base::tp_comm(g.comm(axis_id::tp), opt, ex)} {}
 };
 
 }  // namespace hcomm
