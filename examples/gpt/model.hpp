@@ -186,6 +186,16 @@ class basic_stage_model {
   // only from tp rank 0 and the tied copy never, so summing over TP and PP counts each once.
   double local_grad_sq() const {
     double s = 0.0;
+    if constexpr (requires(std::vector<std::pair<const float*, std::ptrdiff_t>> r, double* o) { be_.sum_squares_each(r, o); }) {
+      // backends with their own memory: every tensor's sum in one round trip, added in order
+      std::vector<std::pair<const float*, std::ptrdiff_t>> ranges;
+      for (const auto& t : tensors_)
+        if (t.counts_in_norm) ranges.emplace_back(grads.data() + t.offset, t.numel);
+      std::vector<double> each(ranges.size());
+      be_.sum_squares_each(ranges, each.data());
+      for (double x : each) s += x;
+      return s;
+    }
     for (const auto& t : tensors_)
       if (t.counts_in_norm) s += be_.sum_squares(grads.data() + t.offset, t.numel);
     return s;

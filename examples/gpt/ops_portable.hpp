@@ -15,11 +15,13 @@
 // (host_memory = false: tokens and targets are staged, small results copied back), so the
 // host executors run the CUDA path's staging too.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "device_array.hpp"
 #include "gemm_host.hpp"
@@ -98,6 +100,32 @@ struct portable_ops {
     double t = 0;
     download(&t, s.total.data(), 1);
     return t;
+  }
+  // The sums of squares of several ranges (ptr, count) into out[i], each the bits sum_squares
+  // gives it (the same chunks, in the same order), with one wait for all of them instead of
+  // one per range: the global norm over a stage's tensors.
+  void sum_squares_each(const std::vector<std::pair<const float*, idx>>& ranges, double* out) const {
+    std::size_t chunks = 0;
+    for (const auto& [g, n] : ranges) chunks += portable::sum_squares_chunks{nullptr, g, z(n)}.league();
+    if (chunks == 0) {
+      std::fill(out, out + ranges.size(), 0.0);
+      return;
+    }
+    scratch& s = *scratch_;
+    if (s.partial.size() < chunks) s.partial = make_array<double>(chunks);
+    if (s.total.size() < ranges.size()) s.total = make_array<double>(ranges.size());
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < ranges.size(); ++i) {
+      const auto [g, n] = ranges[i];
+      const portable::sum_squares_chunks k1{s.partial.data() + at, g, z(n)};
+      if (k1.league() == 0) continue;
+      ex.launch(k1.league(), norm_team, k1);
+      ex.launch(1, norm_team, portable::sum_partials{s.total.data() + i, s.partial.data() + at, k1.league()});
+      at += k1.league();
+    }
+    download(out, s.total.data(), ranges.size());
+    for (std::size_t i = 0; i < ranges.size(); ++i)
+      if (ranges[i].second <= 0) out[i] = 0.0;
   }
   void scale(float* x, idx n, float f) const { ex.for_each(z(n), portable::scale{x, f}); }
 

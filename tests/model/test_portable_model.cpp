@@ -95,3 +95,23 @@ TEST_CASE("portable backend: AdamW steps (and bf16 master weights) as the CPU ba
     CHECK(all_bf16 == bf16);
   }
 }
+
+TEST_CASE("portable backend: sum_squares_each gives each range sum_squares' bits", "[model][portable]") {
+  const gpt::portable_ops<hcomm::exec::host_check> ops;
+  std::mt19937 rng(41);
+  std::normal_distribution<float> nd(0.f, 0.3f);
+  std::vector<float> g(300000);
+  for (float& x : g) x = nd(rng);
+  auto a = ops.make_array<float>(g.size());
+  ops.upload(a.data(), g.data(), g.size());
+  // ranges of 1 to several chunks, one empty, one not chunk-aligned
+  const std::vector<std::pair<const float*, std::ptrdiff_t>> ranges = {
+      {a.data(), 70000}, {a.data() + 70000, 0}, {a.data() + 70000, 1}, {a.data() + 70001, 229999}};
+  std::vector<double> each(ranges.size(), -1.0);
+  ops.sum_squares_each(ranges, each.data());
+  for (std::size_t i = 0; i < ranges.size(); ++i) {
+    INFO("range " << i);
+    CHECK(each[i] == ops.sum_squares(ranges[i].first, ranges[i].second));
+  }
+  CHECK(each[1] == 0.0);
+}
