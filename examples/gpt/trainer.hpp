@@ -1,14 +1,15 @@
 // examples/gpt/trainer.hpp: the 3-D parallel training driver on an hcomm::grid, templated
 // over the communication bundle (hcomm::bundle<Scheme>, or gpt::plain_bundle: plain MPI) and
 // the model's backend (Ops: cpu_ops; portable_ops on a host executor for --device host and
-// host-check, on CUDA for --device cuda). Every buffer of the model reaches the bundle's
-// communicators as comm_buffer.hpp makes it: std::span for host bundles, hcomm::device_span
-// for hcomm::device_bundle (host-check over staged MPI runs its device code paths on the CPU;
-// a backend whose memory is not the host's, Ops::host_accessible false, needs it). The
-// tied-embedding exchange (plain MPI) stages through the host on backends with their own
-// memory (Ops::host_memory false). With --overlap on, a device bundle's DP communicator may
-// run on a communication stream of its own, ordered with the compute by events. Sparse
-// layers and dumps read the model's memory from the host: host bundles only.
+// host-check, on Kokkos for --device kokkos, on CUDA for --device cuda). Every buffer of the
+// model reaches the bundle's communicators as comm_buffer.hpp makes it: std::span for host
+// bundles, hcomm::device_span for hcomm::device_bundle (host-check over staged MPI runs its
+// device code paths on the CPU; a backend whose memory is not the host's,
+// Ops::host_accessible false, needs it). The tied-embedding exchange (plain MPI) stages
+// through the host on backends with their own memory (Ops::host_memory false). With
+// --overlap on, a device bundle's DP communicator may run on a communication stream of its
+// own, ordered with the compute by events. Sparse layers and dumps read the model's memory
+// from the host: host bundles only.
 //
 //   hcomm::grid g(dp, pp, tp);
 //   hcomm::bundle<hcomm::scheme::zhybrid<16, 8>> b(g);
