@@ -194,10 +194,10 @@ class basic_stage_model {
       std::vector<double> each(ranges.size());
       be_.sum_squares_each(ranges, each.data());
       for (double x : each) s += x;
-      return s;
+    } else {
+      for (const auto& t : tensors_)
+        if (t.counts_in_norm) s += be_.sum_squares(grads.data() + t.offset, t.numel);
     }
-    for (const auto& t : tensors_)
-      if (t.counts_in_norm) s += be_.sum_squares(grads.data() + t.offset, t.numel);
     return s;
   }
   void scale_grads(float f) { be_.scale(grads.data(), static_cast<std::int64_t>(grads.size()), f); }
