@@ -90,15 +90,8 @@ struct portable_ops {
   }
   // sum of g[i]^2 in double (grad_norm.hpp's fixed order), on the host when it returns
   double sum_squares(const float* g, idx n) const {
-    if (n <= 0) return 0.0;
-    const portable::sum_squares_chunks k1{nullptr, g, z(n)};
-    scratch& s = *scratch_;
-    if (s.partial.size() < k1.league()) s.partial = make_array<double>(k1.league());
-    if (s.total.empty()) s.total = make_array<double>(1);
-    ex.launch(k1.league(), norm_team, portable::sum_squares_chunks{s.partial.data(), g, z(n)});
-    ex.launch(1, norm_team, portable::sum_partials{s.total.data(), s.partial.data(), k1.league()});
     double t = 0;
-    download(&t, s.total.data(), 1);
+    sum_squares_each({{g, n}}, &t);
     return t;
   }
   // The sums of squares of several ranges (ptr, count) into out[i], each the bits sum_squares

@@ -76,11 +76,10 @@ template <class Bundle, class Ops = cpu_ops>
 class trainer {
   using dp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().dp())>;
   using pp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().pp())>;
-  using tp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().tp())>;
   // A device bundle (its communicators take device_span): the model's memory goes to them as is.
-  static constexpr bool device_bundle = takes_device_span<dp_comm_t>;
+  static constexpr bool device_comm = takes_device_span<dp_comm_t>;
   using pp_request = decltype(std::declval<pp_comm_t&>().isend(comm_buffer<pp_comm_t>(static_cast<const float*>(nullptr), 0), 0, 0));
-  static_assert(Ops::host_accessible || device_bundle,
+  static_assert(Ops::host_accessible || device_comm,
                 "trainer: a backend whose memory the host cannot read needs a device bundle (hcomm::device_bundle)");
   using model_type = basic_stage_model<Ops>;
   using adam_type = basic_adamw<Ops>;
@@ -132,7 +131,7 @@ class trainer {
     // Compressed schemes: hcomm's all-reduce, on the communication thread when overlapped.
     // (One bucket keeps hcomm's call: the default runs of the small models are unchanged.)
     // (Device bundles: hcomm's all-reduce, which stages what MPI cannot read.)
-    native_ = !device_bundle && bucketed_ && buckets_.size() > 1 && (o.scheme == "none" || o.scheme == "plain");
+    native_ = !device_comm && bucketed_ && buckets_.size() > 1 && (o.scheme == "none" || o.scheme == "plain");
     overlap_ = o.overlap;
     if (o.overlap) {
       if (!bucketed_)
@@ -145,7 +144,7 @@ class trainer {
   // allocated on it).
   static Ops device_only_checked(const hcomm::grid& g, const run_options& o, Ops ops) {
     if (faults::alloc().at(g.world_rank(), -1)) throw std::bad_alloc();
-    if constexpr (device_bundle) {
+    if constexpr (device_comm) {
       if (o.sparsity.sparse() || !o.dump_tensors.empty())
         hcomm::fail(hcomm::errc::unsupported, "--device " + o.device + ": no --sparsity or --dump-tensors (they read "
                                               "the model's memory from the host)");
@@ -298,10 +297,10 @@ class trainer {
   // stream, --overlap on): DP starts a bucket after the compute that wrote it, and compute
   // reads the sums only after DP (events; ordered already on one stream and on the host).
   void dp_after_compute() {
-    if constexpr (device_bundle) comm_.dp().executor().wait(model_.ops().ex.record());
+    if constexpr (device_comm) comm_.dp().executor().wait(model_.ops().ex.record());
   }
   void compute_after_dp() {
-    if constexpr (device_bundle) model_.ops().ex.wait(comm_.dp().executor().record());
+    if constexpr (device_comm) model_.ops().ex.wait(comm_.dp().executor().record());
   }
   // --precision bf16: the gradients (accumulated in fp32 over the micro-batches) go to the DP
   // reduction as their bfloat16 rounding.
@@ -345,7 +344,7 @@ class trainer {
         if (MPI_Wait(&r, MPI_STATUS_IGNORE) != MPI_SUCCESS)
           hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
       } else if (worker_) {
-        if constexpr (device_bundle) {  // the communication stream starts where compute wrote the bucket
+        if constexpr (device_comm) {  // the communication stream starts where compute wrote the bucket
           const auto written = model_.ops().ex.record();
           worker_->submit([this, g, written] {
             comm_.dp().executor().wait(written);
