@@ -247,7 +247,7 @@ if [ $PREPARE = 1 ]; then
   if [ -x "$KIT/bin/train_gpt" ]; then
     [ -s "$SRC/data/kjv.txt" ] || { echo "gpu-check: no data/kjv.txt for train_gpt (run scripts/setup.sh)" >&2; exit 1; }
     mkdir -p "$KIT/data" && head -c 2000000 "$SRC/data/kjv.txt" >"$KIT/data/corpus.txt"
-    mkdir -p "$KIT/py" && cp "$SRC/scripts/reference_gpt.py" "$KIT/py/"  # the PyTorch side of trainer-throughput
+    mkdir -p "$KIT/py" && cp "$SRC/scripts/reference_gpt.py" "$SRC/scripts/openblas_core.py" "$KIT/py/"  # the PyTorch side of trainer-throughput
   fi
   pack_mpi "$KIT/mpi"
   rc=$?

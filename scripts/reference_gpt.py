@@ -27,9 +27,12 @@ import os
 import struct
 import time
 
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
+import openblas_core
+
+openblas_core.match_cpu()  # OpenBLAS's kernels for this CPU (may restart): before torch loads it
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 
 class Block(nn.Module):
@@ -281,6 +284,8 @@ def bench(args):
         times.append(time.perf_counter() - t0)
     steady = sorted(times[2:])[len(times[2:]) // 2] if len(times) > 3 else times[-1]
     where = f"threads={args.threads}" if dev.type == "cpu" else f"device={torch.cuda.get_device_name(dev)}"
+    if dev.type == "cpu":
+        print(f"reference_gpt: {openblas_core.describe()}")
     print(f"pytorch {torch.__version__} arch={args.arch} model={args.model} {where} precision={args.precision} "
           f"attention={'sdpa' if args.sdpa else 'explicit'} compile={'yes' if args.compile else 'no'} "
           f"median ms/step {steady * 1e3:.2f} tokens/s {B * T / steady:.0f} final loss {loss:.4f}")

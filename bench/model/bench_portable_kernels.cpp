@@ -148,4 +148,4 @@ BENCHMARK(BM_adamw_loop)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_adamw_portable)->Unit(benchmark::kMillisecond);
 }  // namespace
 
-BENCHMARK_MAIN();
+#include "../openblas_main.hpp"

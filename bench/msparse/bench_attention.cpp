@@ -98,4 +98,4 @@ void sparse(benchmark::State& st) {
 // args: shape (0 small, 1 medium), pass (0 forward, 1 backward), pattern (0 local+strided, 1 local)
 BENCHMARK(dense)->ArgsProduct({{0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(sparse)->ArgsProduct({{0, 1}, {0, 1}, {0, 1}})->Unit(benchmark::kMicrosecond);
-BENCHMARK_MAIN();
+#include "../openblas_main.hpp"

@@ -70,4 +70,4 @@ void sparse(benchmark::State& st) {
 
 BENCHMARK(dense)->DenseRange(0, 3)->Unit(benchmark::kMicrosecond);
 BENCHMARK(sparse)->ArgsProduct({{0, 1, 2, 3}, {10, 20, 30, 40, 50, 60, 73}})->Unit(benchmark::kMicrosecond);
-BENCHMARK_MAIN();
+#include "../openblas_main.hpp"

@@ -216,4 +216,4 @@ BENCHMARK(BM_sparse_op)
     ->UseRealTime()
     ->MinTime(0.5);
 
-BENCHMARK_MAIN();
+#include "../openblas_main.hpp"

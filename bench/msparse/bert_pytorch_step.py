@@ -19,6 +19,9 @@ import time
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
+import openblas_core  # noqa: E402
+
+openblas_core.match_cpu()  # OpenBLAS's kernels for this CPU (may restart): before torch loads it
 import torch  # noqa: E402
 
 from reference_bert import CLS, SEP, VOCAB, Bert, mlm_mask, train_step  # noqa: E402
@@ -64,7 +67,7 @@ def main():
             times.append((time.perf_counter() - t0) * 1e3)
     print(f"pytorch {torch.__version__} {a.model} (L{p['L']} C{p['C']} NH{p['NH']} T{T} B{B}), {a.threads} thread(s): "
           f"step median {statistics.median(times):.1f} ms, min {min(times):.1f}, max {max(times):.1f} "
-          f"over {len(times)} steps")
+          f"over {len(times)} steps; {openblas_core.describe()}")
 
 
 if __name__ == "__main__":

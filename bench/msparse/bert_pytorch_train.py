@@ -22,6 +22,9 @@ import time
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 
+import openblas_core  # noqa: E402
+
+openblas_core.match_cpu()  # OpenBLAS's kernels for this CPU (may restart): before torch loads it
 import torch  # noqa: E402
 
 from reference_bert import CLS, MASK, SEP, VOCAB, Bert, mlm_mask, train_step  # noqa: E402

@@ -12,6 +12,8 @@
 //   GPT_FAULT_HANG=RANK:STEP         RANK stops communicating (sleeps) at the start of STEP
 //   GPT_FAULT_ALLOC=RANK             RANK's allocation of the model fails (std::bad_alloc), as
 //                                    a GPU out of memory on one rank
+//   GPT_FAULT_BLAS_FALLBACK=1        OpenBLAS's kernels are taken for its SSE fallback, as on a
+//                                    CPU it does not know (read by openblas_core.hpp)
 #pragma once
 #include <cstdlib>
 #include <string>

@@ -18,6 +18,7 @@
 #include "hcomm/transport/threads.hpp"
 #include "hcomm/topology/grid.hpp"
 #include "losses.hpp"
+#include "openblas_core.hpp"
 #include "plain_comm.hpp"
 #include "hcomm/exec/host.hpp"
 #include "hcomm/exec/host_check.hpp"
@@ -164,6 +165,8 @@ int check_arguments(int argc, char** argv, [[maybe_unused]] const gpt::node_plac
 }  // namespace
 
 int main(int argc, char** argv) {
+  // OpenBLAS's kernels for this CPU, not its SSE fallback (may restart the program: first).
+  gpt::openblas_core::match_cpu();
   // --overlap on: the DP communication thread (overlap.hpp) calls MPI beside the main thread.
   if (wants_overlap(argc, argv)) MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &mpi_thread_level);
   else MPI_Init(&argc, &argv);
@@ -201,7 +204,8 @@ int main(int argc, char** argv) {
     omp_set_num_threads(threads);
     openblas_set_num_threads(threads);
     if (rank == 0 && !c.run.quiet)
-      std::printf("train_gpt: %d threads per rank (%s)\n", threads, hcomm::exec::threads_source().c_str());
+      std::printf("train_gpt: %d threads per rank (%s); %s\n", threads, hcomm::exec::threads_source().c_str(),
+                  gpt::openblas_core::describe().c_str());
     const gpt::run_result r = run_scheme(c, node);
     rc = std::max(r.rc, rank == 0 ? finish_losses(c.run, r.losses) : 0);
   } catch (const gpt::stopped& e) {
