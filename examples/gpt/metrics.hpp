@@ -42,6 +42,8 @@ struct step_metrics {
   float lr = 0;
   double tokens_per_s = 0, ms = 0;
   double mfu = -1;             // model FLOPs utilisation of the step (mfu.hpp); < 0: no peak given
+  double pipeline_ms = -1;     // the step's 1F1B pipeline (forward, backward, PP and TP), the ranks' maximum
+  double dp_wait_ms = -1;      // then the wait for the DP gradient reduction: its exposed part, the ranks' maximum
   comm_bytes comm{};
   double val_loss = -1;        // < 0: no evaluation at this step
   double val_acc = -1;         // BERT: masked-token accuracy of that evaluation; < 0: none
@@ -82,6 +84,8 @@ inline nlohmann::ordered_json to_json(const step_metrics& m) {
   j["tokens_per_s"] = m.tokens_per_s;
   if (m.mfu >= 0) j["mfu"] = m.mfu;
   j["ms"] = m.ms;
+  if (m.pipeline_ms >= 0) j["pipeline_ms"] = m.pipeline_ms;
+  if (m.dp_wait_ms >= 0) j["dp_wait_ms"] = m.dp_wait_ms;
   j["flops"] = flops(m.flops);
   j["flops_step"] = flops(m.flops_step);
   j["density"] = m.density;

@@ -273,8 +273,11 @@ class trainer {
     double loss_sum = 0;
     {
       auto w = dog_.watch("the 1F1B pipeline (PP send/recv, TP collectives)", step);
+      const double t0 = MPI_Wtime();
       loss_sum = pipeline_1f1b();
+      phase_ms_[0] = (MPI_Wtime() - t0) * 1e3;
     }
+    const double t1 = MPI_Wtime();
     if (faults::nan_grad().at(world_rank_, step + 1)) {
       const float nan = std::numeric_limits<float>::quiet_NaN();
       model_.ops().upload(model_.grads.data(), &nan, 1);
@@ -285,12 +288,14 @@ class trainer {
       to_wire(all);
       if (dumping_) dumping_->record_grad(0, all);
       dp_.reduce({all, sp_.packed_grads(), sp_.growth_grads()});
+      phase_ms_[1] = (MPI_Wtime() - t1) * 1e3;
       return loss_sum;
     }
     reduce_final_from(0);  // the buckets backward did not start (all of them without --overlap)
     if (worker_) worker_->flush();
     compute_after_dp();
     next_bucket_ = 0;
+    phase_ms_[1] = (MPI_Wtime() - t1) * 1e3;
     return loss_sum;
   }
   // Device bundles, whose DP communicator may run on its own executor (a communication
@@ -707,6 +712,10 @@ class trainer {
       MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
       m.comm = {axis_bytes{v[0], v[1]}, axis_bytes{v[2], v[3]}, axis_bytes{v[4], v[5]}};
       MPI_Allreduce(MPI_IN_PLACE, &m.dp_sparse_saved, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      double ph[2] = {phase_ms_[0], phase_ms_[1]};
+      MPI_Allreduce(MPI_IN_PLACE, ph, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      m.pipeline_ms = ph[0];
+      m.dp_wait_ms = ph[1];
     }
     m.sparse = sp_.active();
     m.flops = flops_of(sp_.total_flops());
@@ -789,6 +798,9 @@ class trainer {
   watchdog dog_;           // --comm-timeout
   dp_reducer<dp_comm_t> dp_;
   bool bucketed_ = false;               // dense, no error feedback: buckets_ via reduce_bucket()
+  // This step's ms in the 1F1B pipeline, and then waiting for the DP reduction (its exposed
+  // part: what the pipeline did not hide), on this rank; the metrics report the ranks' maxima.
+  double phase_ms_[2] = {0, 0};
   std::vector<bucket_range> buckets_;   // backward order (overlap.hpp)
   std::size_t next_bucket_ = 0;         // this step's first bucket not started yet
   bool native_ = false;                 // uncompressed DP: buckets by MPI_Iallreduce
