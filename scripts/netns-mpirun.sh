@@ -32,6 +32,10 @@
 # namespaces, so that two runs with different prefixes can coexist (a run refuses to start
 # while another holds its prefix, and deletes what a run killed hard left behind).
 #
+# OMP_NUM_THREADS goes to the ranks when it is set; unset, hcomm's automatic thread count
+# divides the machine's CPUs among the ranks of all nodes (they share one kernel: see
+# hcomm::mpi::machine_id), as on a real node among its own ranks.
+#
 # OpenMPI's waiting ranks yield the core (mpi_yield_when_idle 1) unless YIELD=0: the emulated
 # links are kernel work (veth, bridge, tbf in softirq context) on the same few cores as the
 # ranks, and ranks that poll without yielding starve it; the ranks of all nodes share the
@@ -205,7 +209,7 @@ ip netns exec "${PREFIX}-0" unshare --uts sh -c "hostname ${PREFIX}-0; exec \"\$
   mpirun --allow-run-as-root -n "$NP" --hostfile "$WORK/hostfile" --map-by slot --bind-to "$BIND" \
     --mca plm_rsh_agent "$WORK/agent" --mca plm_rsh_no_tree_spawn 1 \
     --mca btl "$BTL" --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24 \
-    -x OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" \
+    ${OMP_NUM_THREADS:+-x OMP_NUM_THREADS="$OMP_NUM_THREADS"} \
     --mca mpi_yield_when_idle "$YIELD" \
     ${MPIRUN_EXTRA:-} \
     "$@" <&0 9>&- &

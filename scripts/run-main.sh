@@ -21,9 +21,9 @@
 # 8 ranks over shared memory, without calibration.
 #
 # Every message is compressed (--compress-min-bytes 0): the small models' messages are all below
-# hcomm's 1 MiB default threshold, which exists for large clusters. One OpenMP thread per rank
-# (OMP_NUM_THREADS=1): hcomm's automatic thread count sees only the ranks of its own node
-# (namespace), not the other nodes' ranks on the same CPUs.
+# hcomm's 1 MiB default threshold, which exists for large clusters. Threads per rank: hcomm's
+# automatic count, which divides the machine's CPUs among all 8 ranks, also those of the other
+# emulated nodes (one thread each on 2 cores); OMP_NUM_THREADS, when set, is used instead.
 #
 # Environment: SCHEME (zhybrid:16,8), STEPS (60), MODEL (small), ARCH (gpt2), RATE (auto: the
 # calibration; else a tc rate such as 40mbit), CAL_STEPS (8), EVAL_EVERY (20), EVAL_BATCHES
@@ -46,7 +46,7 @@ TRAIN_GPT=${TRAIN_GPT:-}
 NO_NETNS=${HCOMM_NO_NETNS:-0}
 NODES=4 RPN=2 GRID=2x2x2  # TPxDPxPP, as grid-axes.sh and netns-mpirun.sh take it
 GRID_ARGS=(--dp 2 --pp 2 --tp 2)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 PY=/usr/bin/python3
 
 say() { echo "run-main: $*"; }
@@ -92,7 +92,7 @@ AXES_LINE=$(scripts/grid-axes.sh --grid "$GRID" --ranks-per-node "$RPN")
 
 mkdir -p "$OUT"
 COMMON=(--arch "$ARCH" --model "$MODEL" "${GRID_ARGS[@]}" --compress-min-bytes 0 --data data/kjv.txt)
-on_shm() { mpiexec --oversubscribe -n $((NODES * RPN)) -x OMP_NUM_THREADS=1 "$TRAIN_GPT" "$@"; }
+on_shm() { mpiexec --oversubscribe -n $((NODES * RPN)) ${OMP_NUM_THREADS:+-x OMP_NUM_THREADS} "$TRAIN_GPT" "$@"; }
 on_cluster() {
   scripts/netns-mpirun.sh --nodes "$NODES" --ranks-per-node "$RPN" --rate "$RATE" --grid "$GRID" -- "$TRAIN_GPT" "$@"
 }

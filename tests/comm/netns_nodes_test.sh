@@ -13,6 +13,8 @@
 #     the --stats counters, against BTL=self,tcp as the control whose intra-node traffic
 #     goes over loopback; one node of 2 ranks runs on BTL=self,vader alone;
 #   - the run prints the grid's axes (from --grid and from the command's --tp/--dp/--pp);
+#   - without OMP_NUM_THREADS, hcomm's thread count counts the ranks of every node (one
+#     machine, one kernel), not only a node's own;
 #   - a failing rank's exit status comes back, and after it and after a SIGTERM mid-run
 #     no namespace or /etc/netns entry of the prefix is left; a second run with the same
 #     NETNS_PREFIX while one runs is refused (exit 2) and leaves the first one alone.
@@ -136,6 +138,15 @@ timeout 40 "$RUN" --nodes 2 --ranks-per-node 4 -- true --dp 2 --pp=2 --tp 2 2> "
 grep -qx "netns-mpirun: grid 2x2x2 (TPxDPxPP): TP: inside nodes; DP: inside nodes; PP: crosses nodes" "$WORK/err" ||
   die "the command's --dp 2 --pp=2 --tp 2 on 2 x 4: $(cat "$WORK/err")"
 ok "the runs print the grid's axes"
+
+# Threads per rank without OMP_NUM_THREADS: the ranks of all nodes share this machine's CPUs
+# (one kernel), so hcomm's automatic count divides them among all 4, not a node's 2.
+env -u OMP_NUM_THREADS timeout 40 "$RUN" --nodes 2 --ranks-per-node 2 -- \
+  "$TOOL" --op allreduce --codec none --bytes 64K --iters 1 --warmup 0 --rounds 1 > "$WORK/out" 2> "$WORK/err" ||
+  die "threads run failed: $(tail -5 "$WORK/err")"
+grep -q '"threads_source":"affinity [0-9]* CPUs\? / 4 overlapping local ranks' "$WORK/out" ||
+  die "2 nodes x 2 ranks: the thread count did not count the 4 ranks of the machine: $(grep -o '"threads_source":"[^"]*"' "$WORK/out")"
+ok "2 nodes x 2 ranks: $(grep -o '"threads_source":"[^"]*"' "$WORK/out" | head -1)"
 
 # Failure and interruption clean up.
 timeout 40 "$RUN" --nodes 2 --ranks-per-node 2 -- sh -c '[ "$OMPI_COMM_WORLD_RANK" != 3 ] || exit 5' > /dev/null 2>&1

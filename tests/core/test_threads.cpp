@@ -267,7 +267,22 @@ void run_default(int p) {
   const std::string before = ex::threads_source();
   hcomm::mpi::fit_threads(half);
   check(ex::threads_source() == before, "a sub-communicator's fit replaced the world's: " + state());
+  // ... and counts as many ranks on this machine as the world did, though it holds half of
+  // them and the launcher's count is gone (an emulated node of scripts/netns-mpirun.sh):
+  // what decides whether a context's waits yield the core.
+  const std::string local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE") ? std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE") : "";
+  unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  check(hcomm::mpi::ranks_on_this_host(half) == (p + 1 - world_rank % 2) / 2, "ranks of the half on this machine");
+  check(hcomm::mpi::ranks_sharing_this_host(half) == p,
+        "ranks sharing this machine, seen from the half: " + std::to_string(hcomm::mpi::ranks_sharing_this_host(half)));
+  if (!local.empty()) setenv("OMPI_COMM_WORLD_LOCAL_SIZE", local.c_str(), 1);
   MPI_Comm_free(&half);
+  // One machine, one id, on every rank.
+  const std::uint64_t id = hcomm::mpi::machine_id();
+  std::uint64_t lo = id, hi = id;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+  check(lo == id && hi == id, "machine_id differs between the ranks of one machine");
 
   // An explicit setting wins over the fit.
   ex::set_default_threads(2);

@@ -14,9 +14,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -150,12 +152,31 @@ inline int online_cpus() {
   const long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? static_cast<int>(n) : 1;
 }
-// How many ranks of c run on this host, by host name (collective over c). Network namespaces
-// on one machine share the host name, so ranks that MPI sees as separate nodes count too.
+// This machine's identity: the kernel's boot id, which every process on one kernel reads
+// alike, whatever network or UTS namespace it runs in (the emulated nodes of
+// scripts/netns-mpirun.sh each have a host name of their own, and share the CPUs); the host
+// name where /proc does not have it. A 64-bit hash, read once.
+inline std::uint64_t machine_id() {
+  static const std::uint64_t id = [] {
+    std::string key;
+    if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
+      char buf[128] = {};
+      if (std::fgets(buf, sizeof buf, f)) key = std::string("boot ") + buf;
+      std::fclose(f);
+    }
+    if (key.size() <= 6) {
+      char name[256] = {};
+      gethostname(name, sizeof name - 1);
+      key = std::string("host ") + name;
+    }
+    return hash64(key.data(), key.size(), 0);
+  }();
+  return id;
+}
+// How many ranks of c run on this machine (machine_id; collective over c). Ranks that MPI sees
+// as separate nodes in namespaces of one machine count too.
 inline int ranks_on_this_host(MPI_Comm c) {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  const std::uint64_t h = hash64(name, std::strlen(name), 0);
+  const std::uint64_t h = machine_id();
   int p = 1;
   HCOMM_MPI_CHECK(MPI_Comm_size(c, &p));
   std::vector<std::uint64_t> all(static_cast<std::size_t>(p));
@@ -164,14 +185,26 @@ inline int ranks_on_this_host(MPI_Comm c) {
   for (std::uint64_t x : all) n += x == h;
   return n;
 }
-// Ranks on this host as far as known: those of c by host name, or the whole job's ranks on
-// this node as the launcher reports them (Open MPI, MPICH/Hydra), whichever is larger (a
-// small sub-communicator of a crowded node sees only its own ranks). Collective over c.
+namespace detail {
+// The most ranks on this machine that any count of this process saw (a sub-communicator sees
+// only its own members; the count over the whole job, where one was made, holds for it too).
+inline std::atomic<int>& most_ranks_seen_on_host() {
+  static std::atomic<int> n{0};
+  return n;
+}
+}  // namespace detail
+// Ranks on this machine as far as known: those of c by machine_id, the whole job's ranks on
+// this node as the launcher reports them (Open MPI, MPICH/Hydra), or the most that an earlier
+// count of this process saw (e.g. over MPI_COMM_WORLD), whichever is largest. Collective over c.
 inline int ranks_sharing_this_host(MPI_Comm c) {
   int n = ranks_on_this_host(c);
   for (const char* var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"})
     if (const char* v = std::getenv(var)) n = std::max(n, std::atoi(v));
-  return n;
+  auto& seen = detail::most_ranks_seen_on_host();
+  int prev = seen.load();
+  while (n > prev && !seen.compare_exchange_weak(prev, n)) {
+  }
+  return std::max(n, prev);
 }
 
 // The MPI datatype of an element type; the 16-bit types travel as 16-bit words (MPI has no

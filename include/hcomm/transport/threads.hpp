@@ -4,11 +4,11 @@
 //   hcomm::mpi::fit_threads(MPI_COMM_WORLD);    // collective; every hcomm communicator calls it
 //   int t = hcomm::exec::default_threads();     // max(1, my CPUs / local ranks overlapping them)
 //
-// The ranks that share memory with this one (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED)
-// exchange their masks; each counts those that intersect its own. Ranks on this host that
-// the communicator does not contain, or that MPI places on another node (network
-// namespaces), are known only by number (mpi::ranks_sharing_this_host) and counted as the
-// launcher-only rule counts them. The result replaces the automatic default unless an
+// The ranks of the communicator on this machine (mpi::machine_id: the kernel's, so the ranks
+// of other network namespaces on it count, which MPI places on other nodes) exchange their
+// masks; each counts those that intersect its own. Ranks on this machine that the
+// communicator does not contain are known only by number (mpi::ranks_sharing_this_host) and
+// counted as the launcher-only rule counts them. The result replaces the automatic default unless an
 // earlier fit saw more masks, and never an explicit setting (set_default_threads,
 // OMP_NUM_THREADS).
 #pragma once
@@ -28,25 +28,35 @@ namespace hcomm::mpi {
 // already (-1: computed here). Returns the default thread count after the fit.
 inline int fit_threads(MPI_Comm c, int ranks_sharing = -1) {
   if (ranks_sharing < 0) ranks_sharing = ranks_sharing_this_host(c);
+  // The ranks of c on this machine (machine_id: also those in other network or UTS
+  // namespaces of it, which MPI counts as other nodes), split by a 31-bit colour of the id;
+  // the whole 64-bit id travels with each mask, so a colour shared by two machines merges
+  // nothing.
+  const std::uint64_t id = machine_id();
   MPI_Comm node = MPI_COMM_NULL;
-  HCOMM_MPI_CHECK(MPI_Comm_split_type(c, MPI_COMM_TYPE_SHARED, rank(c), MPI_INFO_NULL, &node));
+  HCOMM_MPI_CHECK(MPI_Comm_split(c, static_cast<int>(id & 0x7fffffffu), rank(c), &node));
   const owned_comm node_owner(node);
-  const int me = rank(node), p = size(node);
+  const int me = rank(node), p_all = size(node);
 
   const exec::cpu_mask mine = exec::process_affinity();
   int words = static_cast<int>(mine.words.size());
   HCOMM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &words, 1, MPI_INT, MPI_MAX, node));
-  std::vector<std::uint64_t> all(static_cast<std::size_t>(words) * static_cast<std::size_t>(p), 0);
-  std::vector<std::uint64_t> own(static_cast<std::size_t>(words), 0);
-  std::copy(mine.words.begin(), mine.words.end(), own.begin());
-  HCOMM_MPI_CHECK(MPI_Allgather(own.data(), words, MPI_UINT64_T, all.data(), words, MPI_UINT64_T, node));
+  const std::size_t row = static_cast<std::size_t>(words) + 1;  // [id, mask words...]
+  std::vector<std::uint64_t> all(row * static_cast<std::size_t>(p_all), 0);
+  std::vector<std::uint64_t> own(row, 0);
+  own[0] = id;
+  std::copy(mine.words.begin(), mine.words.end(), own.begin() + 1);
+  HCOMM_MPI_CHECK(MPI_Allgather(own.data(), static_cast<int>(row), MPI_UINT64_T, all.data(), static_cast<int>(row),
+                                MPI_UINT64_T, node));
 
   std::vector<exec::cpu_mask> others;
-  for (int q = 0; q < p; ++q) {
-    if (q == me) continue;
+  int p = 1;  // ranks of c on this machine, this one included
+  for (int q = 0; q < p_all; ++q) {
+    const auto* r = all.data() + static_cast<std::size_t>(q) * row;
+    if (q == me || r[0] != id) continue;
+    ++p;
     exec::cpu_mask m;
-    m.words.assign(all.begin() + static_cast<std::ptrdiff_t>(q) * words,
-                   all.begin() + static_cast<std::ptrdiff_t>(q + 1) * words);
+    m.words.assign(r + 1, r + row);
     others.push_back(std::move(m));
   }
   const int unknown = std::max(0, ranks_sharing - p);
