@@ -248,7 +248,7 @@ def sweep_report(out, schemes, crossing, nodes, plot=True):
                     if os.path.isdir(d) and os.path.basename(d) != "shm"}, key=_mbit)
 
     def steps(where, s):  # the steady steps (3..) of every round, and each round's median
-        pooled, per_round, sent, val = [], [], [], []
+        pooled, per_round, sent, val, pipe, dpw = [], [], [], [], [], []
         for r in rounds:
             f = os.path.join(r, where, re.sub(r"[:,+]", "_", s) + ".jsonl")
             if not os.path.exists(f):
@@ -261,11 +261,15 @@ def sweep_report(out, schemes, crossing, nodes, plot=True):
             per_round.append(statistics.median(ms))
             sent += [sum(row["comm"][a]["sent"] for a in crossing) for row in rows[2:]]
             val += [row["val_loss"] for row in rows if "val_loss" in row][-1:]
+            pipe += [row["pipeline_ms"] for row in rows[2:] if "pipeline_ms" in row]
+            dpw += [row["dp_wait_ms"] for row in rows[2:] if "dp_wait_ms" in row]
         if not pooled:
             return None
         return {"med": statistics.median(pooled), "lo": _pct(pooled, 0.1), "hi": _pct(pooled, 0.9),
                 "rounds": per_round, "node_bytes": statistics.median(sent) / nodes,
-                "val": val[-1] if val else float("nan")}
+                "val": val[-1] if val else float("nan"),
+                "pipeline": statistics.median(pipe) if pipe else None,
+                "dp_wait": statistics.median(dpw) if dpw else None}
 
     local = {s: steps("shm", s) for s in schemes}
     meas = {(r, s): steps(r, s) for r in rates for s in schemes}
@@ -329,6 +333,14 @@ def sweep_report(out, schemes, crossing, nodes, plot=True):
         L.append("| exposed share | " + " | ".join(
             f"{100 * (1 - local['none']['med'] / meas[(r, 'none')]['med']):.0f}%" if meas[(r, "none")] else "-"
             for r in rates) + " |")
+        if all(meas[(r, "none")] and meas[(r, "none")]["dp_wait"] is not None for r in rates):
+            # train_gpt's metrics (runs since they have them): the step's parts, medians of the
+            # ranks' maxima; the DP wait is the DP reduction's exposed part.
+            L.append("| pipeline, ms (measured) | " + " | ".join(
+                f"{meas[(r, 'none')]['pipeline']:.0f}" for r in rates) + " |")
+            L.append("| DP wait after it, ms (measured) | " + " | ".join(
+                f"{meas[(r, 'none')]['dp_wait']:.0f} ({100 * meas[(r, 'none')]['dp_wait'] / meas[(r, 'none')]['med']:.0f}%)"
+                for r in rates) + " |")
         L.append("| MB per node link | " + " | ".join(
             f"{meas[(r, 'none')]['node_bytes'] / 1e6:.3f}" if meas[(r, "none")] else "-" for r in rates) + " |")
     if errors:
