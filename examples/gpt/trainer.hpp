@@ -704,14 +704,15 @@ class trainer {
     m.dp_sparse_saved = dp_.saved_bytes();
     {
       auto w = dog_.watch("MPI_Allreduce (byte counts)", step);
-      double v[6];
+      double v[7];
       const auto d = comm_.dp().stats(), p = comm_.pp().stats(), t = comm_.tp().stats();
       v[0] = static_cast<double>(d.raw_bytes) + native_bytes_; v[1] = static_cast<double>(d.wire_bytes) + native_bytes_;
       v[2] = static_cast<double>(p.raw_bytes); v[3] = static_cast<double>(p.wire_bytes);
       v[4] = static_cast<double>(t.raw_bytes); v[5] = static_cast<double>(t.wire_bytes);
-      MPI_Allreduce(MPI_IN_PLACE, v, 6, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      v[6] = m.dp_sparse_saved;
+      MPI_Allreduce(MPI_IN_PLACE, v, 7, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
       m.comm = {axis_bytes{v[0], v[1]}, axis_bytes{v[2], v[3]}, axis_bytes{v[4], v[5]}};
-      MPI_Allreduce(MPI_IN_PLACE, &m.dp_sparse_saved, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      m.dp_sparse_saved = v[6];
       double ph[2] = {phase_ms_[0], phase_ms_[1]};
       MPI_Allreduce(MPI_IN_PLACE, ph, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       m.pipeline_ms = ph[0];

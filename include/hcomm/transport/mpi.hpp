@@ -161,10 +161,11 @@ inline std::uint64_t machine_id() {
     std::string key;
     if (FILE* f = std::fopen("/proc/sys/kernel/random/boot_id", "r")) {
       char buf[128] = {};
-      if (std::fgets(buf, sizeof buf, f)) key = std::string("boot ") + buf;
+      if (std::fgets(buf, sizeof buf, f)) buf[std::strcspn(buf, "\n")] = '\0';
       std::fclose(f);
+      if (buf[0] != '\0') key = std::string("boot ") + buf;
     }
-    if (key.size() <= 6) {
+    if (key.empty()) {
       char name[256] = {};
       gethostname(name, sizeof name - 1);
       key = std::string("host ") + name;

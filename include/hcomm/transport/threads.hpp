@@ -8,8 +8,8 @@
 // of other network namespaces on it count, which MPI places on other nodes) exchange their
 // masks; each counts those that intersect its own. Ranks on this machine that the
 // communicator does not contain are known only by number (mpi::ranks_sharing_this_host) and
-// counted as the launcher-only rule counts them. The result replaces the automatic default unless an
-// earlier fit saw more masks, and never an explicit setting (set_default_threads,
+// counted as the launcher-only rule counts them. The result replaces the automatic default
+// unless an earlier fit saw more masks, and never an explicit setting (set_default_threads,
 // OMP_NUM_THREADS).
 #pragma once
 #include <mpi.h>
