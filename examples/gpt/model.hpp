@@ -45,6 +45,21 @@ struct solo_tp {
   void allgather(std::span<const float> in, std::span<float> out) { std::copy(in.begin(), in.end(), out.begin()); }
 };
 
+// The sum of squares of several ranges (pointer, count) of a backend's memory, added in
+// order; backends with their own memory (sum_squares_each) take one round trip for all.
+template <class Ops>
+double sum_squares_of(const Ops& be, const std::vector<std::pair<const float*, std::ptrdiff_t>>& ranges) {
+  double s = 0.0;
+  if constexpr (requires(double* o) { be.sum_squares_each(ranges, o); }) {
+    std::vector<double> each(ranges.size());
+    be.sum_squares_each(ranges, each.data());
+    for (double x : each) s += x;
+  } else {
+    for (const auto& [p, n] : ranges) s += be.sum_squares(p, n);
+  }
+  return s;
+}
+
 // Optional replacement of a block's four linear layers and its attention (sparse training:
 // examples/gpt/sparsity.hpp). Each call returns false to let the model run its dense kernel.
 // which: 0 qkv, 1 attention out, 2 mlp fc, 3 mlp out. Linear calls leave biases to the model.
@@ -185,20 +200,10 @@ class basic_stage_model {
   // Sum of squared gradients this rank contributes to the global norm: TP-replicated tensors
   // only from tp rank 0 and the tied copy never, so summing over TP and PP counts each once.
   double local_grad_sq() const {
-    double s = 0.0;
-    if constexpr (requires(std::vector<std::pair<const float*, std::ptrdiff_t>> r, double* o) { be_.sum_squares_each(r, o); }) {
-      // backends with their own memory: every tensor's sum in one round trip, added in order
-      std::vector<std::pair<const float*, std::ptrdiff_t>> ranges;
-      for (const auto& t : tensors_)
-        if (t.counts_in_norm) ranges.emplace_back(grads.data() + t.offset, t.numel);
-      std::vector<double> each(ranges.size());
-      be_.sum_squares_each(ranges, each.data());
-      for (double x : each) s += x;
-    } else {
-      for (const auto& t : tensors_)
-        if (t.counts_in_norm) s += be_.sum_squares(grads.data() + t.offset, t.numel);
-    }
-    return s;
+    std::vector<std::pair<const float*, std::ptrdiff_t>> ranges;
+    for (const auto& t : tensors_)
+      if (t.counts_in_norm) ranges.emplace_back(grads.data() + t.offset, t.numel);
+    return sum_squares_of(be_, ranges);
   }
   void scale_grads(float f) { be_.scale(grads.data(), static_cast<std::int64_t>(grads.size()), f); }
 

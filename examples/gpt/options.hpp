@@ -70,6 +70,7 @@ struct run_options {
   std::string on_save_error = "stop";  // a failed save: stop | continue (training goes on)
   double comm_timeout = 0;    // watchdog seconds (0: off)
   bool overlap = false;       // DP buckets reduced on a communication thread during backward
+  int zero = 0;               // ZeRO stage: 0 (replicated AdamW) | 1 (AdamW state sharded over DP, zero.hpp)
   double bucket_mb = 25;      // DP bucket size in MiB (0: one bucket); sparse and +ef runs: one bucket
   bool skip_nonfinite = false;  // NaN/Inf loss or gradient norm: skip the update (else stop)
   bool reshard = false;       // --resume a set of another grid, re-cut for this one

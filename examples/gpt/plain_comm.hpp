@@ -1,5 +1,5 @@
 // examples/gpt/plain_comm.hpp: --scheme plain, the `none` scheme over plain MPI calls
-// (MPI_Allreduce, MPI_Allgather, MPI_Send, MPI_Recv) instead of hcomm's algorithms. It is the
+// (MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block, MPI_Send, MPI_Recv) instead of hcomm's algorithms. It is the
 // cross-check of hcomm's uncompressed path (tests/model: a 2x2x2 plain run reproduces the
 // 1-rank curve) and the trainer's baseline without hcomm (bench/model/bench_vs_pytorch.py).
 //
@@ -41,6 +41,17 @@ class plain_axis {
     check(MPI_Allgather(in.data(), count(in.size()), MPI_FLOAT, out.data(), count(in.size()), MPI_FLOAT, group_),
           "allgather");
     add_bytes(in.size_bytes() * (size_ - 1));
+  }
+  // Exact already: the ZeRO weights' gather (zero.hpp) asks for it by that name.
+  void allgather_exact(std::span<const float> in, std::span<float> out) { allgather(in, out); }
+  // in holds size blocks of out.size() values; this rank gets the sum of everyone's block.
+  void reduce_scatter(std::span<const float> in, std::span<float> out) {
+    if (in.size() != out.size() * static_cast<std::size_t>(size_))
+      hcomm::fail(hcomm::errc::invalid_argument, "plain_comm reduce_scatter: in must hold size * out");
+    timer t(stats_.comm_seconds);
+    check(MPI_Reduce_scatter_block(in.data(), out.data(), count(out.size()), MPI_FLOAT, MPI_SUM, group_),
+          "reduce_scatter");
+    add_bytes(out.size_bytes() * (size_ - 1));
   }
   void send(std::span<const float> x, int peer_world_rank, int tag) {
     timer t(stats_.comm_seconds);

@@ -64,6 +64,7 @@
 #include "sparsity.hpp"
 #include "text.hpp"
 #include "watchdog.hpp"
+#include "zero.hpp"
 
 namespace gpt {
 
@@ -107,7 +108,9 @@ class trainer {
       : cfg_(c), opt_(o), grid_(g), comm_(b),
         model_(c, {g.pp_size(), g.pp_rank(), g.tp_size(), g.tp_rank()}, c.micro_for(g.dp_size(), g.pp_size()),
                c.batch / g.dp_size() / c.micro_for(g.dp_size(), g.pp_size()), device_only_checked(g, o, std::move(ops))),
-        adam_(model_.params.size(), model_.ops()), dog_(o.comm_timeout), dp_(b.dp(), g, o.sparsity.packed_dp), ckpt_(c, o, g, dog_) {
+        adam_(o.zero == 1 ? 0 : model_.params.size(), model_.ops()),
+        zero_(o.zero == 1 ? std::make_unique<zero_shard<Ops>>(model_, g.dp_size(), g.dp_rank()) : nullptr),
+        dog_(o.comm_timeout), dp_(b.dp(), g, o.sparsity.packed_dp), ckpt_(c, o, g, dog_) {
     allocating() = false;
     if (const verdict v = agree(true, ""); !v.ok) throw stopped{2, allocation_failure(v)};
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
@@ -119,10 +122,13 @@ class trainer {
     targets_.assign(M, std::vector<int>(N));
     model_.init_params();
     sp_.setup(c, o.sparsity, model_, adam_, {g.dp_size(), g.dp_rank(), g.pp_rank(), g.tp_size(), g.tp_rank()});
-    adam_.adopt_master(model_);  // bf16: fp32 master weights, the model computes with their rounding
+    // bf16: fp32 master weights, the model computes with their rounding (--zero 1: this
+    // replica's block of them)
+    if (zero_) zero_->adopt(model_);
+    else adam_.adopt_master(model_);
     if (sp_.active()) model_.set_block_ops(&sp_);
     // DP buckets (overlap.hpp): dense runs without error feedback; else one, through reduce().
-    bucketed_ = !sp_.active() && !dp_reducer<dp_comm_t>::error_feedback;
+    bucketed_ = !sp_.active() && !dp_reducer<dp_comm_t>::error_feedback && !zero_;
     buckets_ = plan_buckets(model_.tensors(), bucketed_ ? o.bucket_mb : 0.0);
     // Uncompressed DP (none: hcomm calls MPI_Allreduce; plain): the buckets go through
     // MPI_Iallreduce on the DP group, with and without overlap (the same reduction both ways);
@@ -214,6 +220,7 @@ class trainer {
     sp_.begin_step(step);
     const double loss_sum = forward_backward(step);  // ends with the gradients summed over DP
     sync_tied_embedding(step);  // after DP: both copies then add the same two (possibly lossily reduced) terms
+    if (zero_) zero_->collect(model_);  // --zero 1: the replicated ranges' sums beside this replica's block
     double loss = 0, norm = 0;
     {
       auto w = dog_.watch("MPI_Allreduce (loss, gradient norm)", step);
@@ -222,7 +229,13 @@ class trainer {
     }
     if (update_allowed(step, loss, norm)) {
       clip_grad_norm(norm);
-      adam_.step(model_, lr, static_cast<int>(step) + 1);
+      if (zero_) {
+        zero_->step(model_, lr, static_cast<int>(step) + 1);
+        auto w = dog_.watch("the ZeRO weight all-gather", step);
+        gather_weights();
+      } else {
+        adam_.step(model_, lr, static_cast<int>(step) + 1);
+      }
     }
     {
       auto w = dog_.watch("the sparsity update (topology, checks)", step);
@@ -282,7 +295,15 @@ class trainer {
       const float nan = std::numeric_limits<float>::quiet_NaN();
       model_.ops().upload(model_.grads.data(), &nan, 1);
     }
-    auto w = dog_.watch(overlap_ ? "the DP gradient allreduce (overlapped buckets)" : "the DP gradient allreduce", step);
+    auto w = dog_.watch(zero_      ? "the DP gradient reduce-scatter (--zero 1)"
+                        : overlap_ ? "the DP gradient allreduce (overlapped buckets)"
+                                   : "the DP gradient allreduce",
+                        step);
+    if (zero_) {
+      reduce_scatter_grads();
+      phase_ms_[1] = (MPI_Wtime() - t1) * 1e3;
+      return loss_sum;
+    }
     if (!bucketed_) {
       const std::span<float> all(model_.grads.data(), model_.grads.size());
       to_wire(all);
@@ -306,6 +327,28 @@ class trainer {
   }
   void compute_after_dp() {
     if constexpr (device_comm) model_.ops().ex.wait(comm_.dp().executor().record());
+  }
+  // --zero 1 (zero.hpp): the sharded range's sum lands in this replica's block, the replicated
+  // ranges are all-reduced in place as without ZeRO.
+  void reduce_scatter_grads() {
+    const std::span<float> all(model_.grads.data(), model_.grads.size());
+    to_wire(all);
+    if (dumping_) dumping_->record_grad(0, all);
+    dp_after_compute();
+    comm_.dp().reduce_scatter(comm_buffer<dp_comm_t>(std::span<const float>(zero_->sharded(model_.grads))),
+                              comm_buffer<dp_comm_t>(zero_->block_grads()));
+    for (const auto& r : zero_->replicated())
+      dp_.reduce_bucket(std::span<float>(model_.grads.data() + r.global, static_cast<std::size_t>(r.len)));
+    compute_after_dp();
+  }
+  // --zero 1: every replica's updated block into the model's weights (exact), and the
+  // replicated ranges' new weights.
+  void gather_weights() {
+    dp_after_compute();
+    comm_.dp().allgather_exact(comm_buffer<dp_comm_t>(zero_->block_weights()),
+                               comm_buffer<dp_comm_t>(zero_->sharded(model_.params)));
+    compute_after_dp();
+    zero_->spread(model_);
   }
   // --precision bf16: the gradients (accumulated in fp32 over the micro-batches) go to the DP
   // reduction as their bfloat16 rounding.
@@ -373,8 +416,10 @@ class trainer {
     return loss / loss_count_;
   }
   // Every DP replica holds the same summed gradients: count one.
+  // (--zero 1: each replica counts its block, replica 0 the replicated ranges.)
   double global_grad_norm() const {
-    double sq = grid_.dp_rank() == 0 ? model_.local_grad_sq() : 0.0;
+    double sq = zero_ ? zero_->grad_sq(model_, grid_.dp_rank() == 0)
+                : grid_.dp_rank() == 0 ? model_.local_grad_sq() : 0.0;
     MPI_Allreduce(MPI_IN_PLACE, &sq, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return std::sqrt(sq);
   }
@@ -393,7 +438,10 @@ class trainer {
     return false;
   }
   void clip_grad_norm(double norm) {
-    if (cfg_.grad_clip > 0 && norm > cfg_.grad_clip) model_.scale_grads(static_cast<float>(cfg_.grad_clip / (norm + 1e-6)));
+    if (cfg_.grad_clip <= 0 || norm <= cfg_.grad_clip) return;
+    const auto f = static_cast<float>(cfg_.grad_clip / (norm + 1e-6));
+    if (zero_) zero_->scale(f);
+    else model_.scale_grads(f);
   }
 
   // 1F1B over M micro-batches: warm-up of (stages after this one) forwards, then one forward
@@ -758,6 +806,10 @@ class trainer {
                   "AdamW state and accumulation; %s\n",
                   opt_.scheme == "bf16" ? "16 bits per value on the wire (--scheme bf16)"
                                         : "float32 on the wire (--scheme bf16 sends 16 bits)");
+    if (zero_)
+      std::printf("zero 1: AdamW's moments and master weights sharded over %d DP replicas, %lld of %zu values on "
+                  "this replica; gradients reduce-scattered (scheme %s), weights all-gathered exactly\n",
+                  grid_.dp_size(), static_cast<long long>(zero_->local_size()), model_.params.size(), opt_.scheme.c_str());
     if (buckets_.size() > 1 || overlap_)
       std::printf("dp gradient: %zu buckets (--bucket-mb %g)%s, overlap %s\n", buckets_.size(), opt_.bucket_mb,
                   native_ ? " by MPI_Iallreduce" : "",
@@ -768,13 +820,25 @@ class trainer {
 
   // ---- checkpoints (checkpoint.hpp) --------------------------------------------------------
   basic_train_state<model_type, adam_type, sparse_type> state() { return {model_, adam_, sp_, cursor_, rng_state_}; }
+  // --zero 1: the sets hold whole arrays, gathered from the replicas' blocks at save and cut
+  // into this replica's block at resume.
   void save(std::int64_t steps_done) {
     const std::vector<float> residual = dp_.residual(model_.grads.size());
-    ckpt_.save(steps_done, state(), residual);
+    if (!zero_) {
+      ckpt_.save(steps_done, state(), residual);
+      return;
+    }
+    adam_type whole = zero_->full(model_, [this](std::span<const float> in, std::span<float> out) {
+      comm_.dp().allgather_exact(comm_buffer<dp_comm_t>(in), comm_buffer<dp_comm_t>(out));
+    });
+    ckpt_.save(steps_done, basic_train_state<model_type, adam_type, sparse_type>{model_, whole, sp_, cursor_, rng_state_},
+               residual);
   }
   void resume() {
-    auto s = state();
+    adam_type whole(zero_ ? model_.params.size() : 0, model_.ops());
+    basic_train_state<model_type, adam_type, sparse_type> s{model_, zero_ ? whole : adam_, sp_, cursor_, rng_state_};
     const resumed r = ckpt_.resume(s, dp_reducer<dp_comm_t>::error_feedback);
+    if (zero_) zero_->adopt_full(model_, whole);
     if (!r.residual.empty()) dp_.load_residual(r.residual);
     step_ = r.step;
   }
@@ -784,7 +848,8 @@ class trainer {
   const hcomm::grid& grid_;
   Bundle& comm_;
   model_type model_;
-  adam_type adam_;
+  adam_type adam_;                      // --zero 1: empty (zero_ holds this replica's block)
+  std::unique_ptr<zero_shard<Ops>> zero_;  // --zero 1 (zero.hpp)
   text_data data_;
   mlm_data mlm_;            // BERT's masked-LM view of data_
   double loss_count_ = 0;   // predicted positions of this step's global batch
