@@ -53,7 +53,9 @@
 #                  there, trainer-kit, and sees it refuse without a GPU): 10 steps of the tiny model
 #                  against host-check (fp32 1e-5, bf16 1e-3); 2x1x1, 1x2x1, 1x1x2 and 2x2x2
 #                  sharing the GPU reproduce the 1-rank losses to 1e-5; zhybrid:16,8 on
-#                  2x2x2 tracks host-check's to 1e-4; --overlap on (DP on its own stream)
+#                  2x2x2 tracks host-check's to 1e-4, zhybrid:16,6+ef too (residual in device
+#                  memory) and resumes bitwise; --zero 1 on 2x2x2 reproduces 1 rank, in bf16
+#                  (16-bit wire) host-check's; --overlap on (DP on its own stream)
 #                  equals off bitwise; resume is bitwise;
 #                  2 ranks without --share-gpu stop with one line
 #   2e trainer-throughput  gpt2-124m (B 8, T 1024) on one GPU, 10 steps each, median of steps
@@ -628,6 +630,18 @@ trainer_cuda() {
        --losses-out "$d/hc8-zh.txt" &&
       tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,8 --compress-min-bytes 0 \
          --expect-losses "$d/hc8-zh.txt" --expect-rtol 1e-4 || rc=1
+    echo "== zhybrid:16,6+ef (the residual in device memory) on 2x2x2 against host-check's (1e-4), resumed bitwise"
+    tg 8 $C --device host-check --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,6+ef --losses-out "$d/hc8-ef.txt" &&
+      tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,6+ef --losses-out "$d/cuda8-ef.txt" \
+         --expect-losses "$d/hc8-ef.txt" --expect-rtol 1e-4 &&
+      tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,6+ef --stop-at 5 --save "$d/ck-ef" &&
+      tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,6+ef --resume "$d/ck-ef" \
+         --expect-losses "$d/cuda8-ef.txt" --expect-rtol 0 || rc=1
+    echo "== --zero 1 on the GPU: 2x2x2 reproduces 1 rank (1e-5); with bf16 (16-bit wire) host-check's (1e-3)"
+    tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --zero 1 --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
+    tg 8 $C --device host-check --dp 2 --pp 2 --tp 2 --precision bf16 --losses-out "$d/hc8-bf16.txt" &&
+      tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --precision bf16 --zero 1 \
+         --expect-losses "$d/hc8-bf16.txt" --expect-rtol 1e-3 || rc=1
     echo "== --overlap on (DP buckets on a communication stream) equals off, bitwise"
     tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --bucket-mb 0.05 --losses-out "$d/ov-off.txt" &&
       tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --bucket-mb 0.05 --overlap on \

@@ -216,6 +216,10 @@ inline void add_options(CLI::App& app, cli& c) {
          "DP gradient buckets all-reduced on a communication thread as backward finishes them (needs "
          "MPI_THREAD_MULTIPLE), or after backward")
       ->check(CLI::IsMember({"on", "off"}))->default_str("off")->group(G);
+  choice_opt(app, "--wire", r.wire, {"auto", "bf16", "fp32"},
+             "--precision bf16: 16-bit values on the wire (auto: where the scheme's codecs take them, DP of +ef "
+             "schemes in float32; fp32: float32 containers)")
+      ->group(G);
   int_opt(app, "--zero", r.zero, 0, 1,
           "ZeRO stage: 1 shards AdamW's moments and master weights over the DP replicas (reduce-scatter of "
           "the gradients through the scheme, AdamW on this replica's block, exact all-gather of the weights)")
@@ -342,6 +346,10 @@ inline void check_cli(const cli& c) {
   if (c.run.overlap && c.run.scheme.size() > 3 && c.run.scheme.ends_with("+ef"))
     bad("--overlap on: error-feedback schemes (" + c.run.scheme + ") keep one residual per DP communicator and "
         "reduce one bucket after backward; use --overlap off");
+  if (c.run.wire == "bf16" && !c.cfg.bf16) bad("--wire bf16 needs --precision bf16 (--scheme bf16 casts fp32 traffic)");
+  if (c.run.wire == "bf16" && !scheme_takes_16bit(c.run.scheme))
+    bad("--wire bf16: --scheme " + c.run.scheme + " does not carry 16-bit values (plain MPI has no bfloat16 sum; the "
+        "bf16 and int8 codecs code float32); use --wire auto or fp32");
   if (c.run.zero == 1 && s.sparse())
     bad("--zero 1: sparse runs (--sparsity " + s.method + ") update their masked weights in the sparse trainer, "
         "which holds the whole optimizer state; use --zero 0");
@@ -356,8 +364,12 @@ inline void check_cli(const cli& c) {
   if ((c.run.device == "cuda" || c.run.device == "host-check") && !c.run.dump_tensors.empty())
     bad("--device " + c.run.device + ": --dump-tensors reads the model's memory from the host; use --device host or cpu");
   if (c.run.share_gpu && c.run.device != "cuda") bad("--share-gpu is for --device cuda");
-  if (c.run.device != "cpu" && c.run.scheme != "none" && c.run.scheme != "zhybrid:16,8")
-    bad("--device " + c.run.device + " is instantiated with --scheme none and zhybrid:16,8 only, not " + c.run.scheme);
+  // the device trainers' instantiations (train_gpt.cpp, train_cuda.cu, train_kokkos.cpp)
+  const bool device_ef = c.run.device == "host-check" || c.run.device == "cuda";
+  if (c.run.device != "cpu" && c.run.scheme != "none" && c.run.scheme != "zhybrid:16,8" &&
+      !(device_ef && c.run.scheme == "zhybrid:16,6+ef"))
+    bad("--device " + c.run.device + " is instantiated with --scheme none and zhybrid:16,8" +
+        (device_ef ? std::string(" and zhybrid:16,6+ef") : std::string()) + " only, not " + c.run.scheme);
   if (s.warmup_frac + s.ultra_frac > 1) bad("--mst-phases: the warm-up and ultra shares add up to more than 1");
   if (c.run.dump_step > 0 && c.run.dump_tensors.empty()) bad("--dump-step needs --dump-tensors DIR");
   if (c.run.dump_step > c.cfg.steps)

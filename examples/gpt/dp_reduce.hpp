@@ -33,6 +33,7 @@
 #include "hcomm/core/error.hpp"
 #include "hcomm/topology/grid.hpp"
 #include "msparse/format/csr.hpp"
+#include "wire.hpp"
 
 namespace gpt {
 
@@ -62,15 +63,12 @@ struct grad_bucket {
 template <class DpComm>
 class dp_reducer {
  public:
-  static constexpr bool error_feedback = has_residual<DpComm>;
-  // A device communicator's residual lives in the executor's memory; its copy into
-  // checkpoints is not wired, so device bundles come without error feedback for now.
-  static constexpr bool device_feedback() {
+  // Error feedback: a host communicator's residual through has_residual, a device
+  // communicator's in its executor's memory (copied to and from the host for checkpoints).
+  static constexpr bool error_feedback = [] {
     if constexpr (takes_device_span<DpComm>) return DpComm::error_feedback;
-    else return false;
-  }
-  static_assert(!device_feedback(),
-                "dp_reducer: error feedback on a device communicator (its residual's checkpoint copy) is not supported");
+    else return has_residual<DpComm>;
+  }();
 
   dp_reducer(DpComm& dp, const hcomm::grid& g, bool packed_sparse)
       : dp_(dp), group_(g.comm(hcomm::axis_id::dp)), replicas_(g.dp_size()), packed_(packed_sparse && !error_feedback) {}
@@ -88,9 +86,22 @@ class dp_reducer {
   }
 
   // One bucket of a dense run without error feedback (overlap.hpp): the all-reduce of its
-  // range. The communication thread calls it while the main thread runs the pipeline on the
-  // other communicators; nothing else touches the DP communicator meanwhile.
-  void reduce_bucket(std::span<float> g) { dp_.allreduce(comm_buffer<DpComm>(g)); }
+  // range (bfloat16 copies with a wire: --precision bf16, wire.hpp). The communication thread
+  // calls it while the main thread runs the pipeline on the other communicators; nothing else
+  // touches the DP communicator (or its wire) meanwhile.
+  void reduce_bucket(std::span<float> g) {
+    if constexpr (sums_bf16<DpComm>) {
+      if (wire_) {
+        const auto w = wire_->pack(g.data(), g.size());
+        dp_.allreduce(comm_buffer<DpComm>(w));
+        wire_->unpack(w, g.data());
+        return;
+      }
+    }
+    dp_.allreduce(comm_buffer<DpComm>(g));
+  }
+  // 16-bit buckets from now on (null: float32).
+  void use_wire(wire16<wire_exec_t<DpComm>>* w) { wire_ = w; }
 
   // Bytes the packed all-reduce did not send this step, this rank.
   double saved_bytes() const { return saved_bytes_; }
@@ -99,7 +110,7 @@ class dp_reducer {
   std::vector<float> residual(std::size_t n) const {
     std::vector<float> r(n, 0.f);
     if constexpr (error_feedback) {
-      const auto cur = dp_.template residual<float>();
+      const auto cur = host_residual();
       if (!cur.empty()) {
         if (cur.size() != r.size())
           hcomm::fail(hcomm::errc::mismatch, "error-feedback residual has " + std::to_string(cur.size()) +
@@ -114,6 +125,10 @@ class dp_reducer {
   }
 
  private:
+  auto host_residual() const {
+    if constexpr (takes_device_span<DpComm>) return dp_.template residual_on_host<float>();
+    else return dp_.template residual<float>();
+  }
   // [dense ranges and packed layers, in allocation order] in one buffer.
   void reduce_packed(const grad_bucket& b) {
     float* g = b.grads.data();
@@ -170,6 +185,7 @@ class dp_reducer {
   bool packed_ = true;
   double saved_bytes_ = 0;
   std::vector<float> buf_;
+  wire16<wire_exec_t<DpComm>>* wire_ = nullptr;
 };
 
 }  // namespace gpt

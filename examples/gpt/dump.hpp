@@ -50,6 +50,7 @@
 #include "exact_exchange.hpp"
 #include "hcomm/core/error.hpp"
 #include "hcomm/topology/grid.hpp"
+#include "wire.hpp"
 
 namespace gpt {
 
@@ -59,13 +60,22 @@ enum class dump_kind { dp_grad, pp_act_fwd, pp_grad_bwd, tp_partial_fwd, tp_part
 
 // The model's TP communicator for one micro-batch's forward or backward: the bundle's (host
 // or device: the model's memory goes as comm_buffer.hpp's buffer), whose all-reduce inputs
-// are first appended to `into` when it is not null (the dump step; host memory only).
-template <class Tp>
+// are first appended to `into` when it is not null (the dump step; host memory only). With a
+// wire (--precision bf16, wire.hpp) the all-reduce sums bfloat16 copies.
+template <class Tp, class Wire = wire16<wire_exec_t<Tp>>>
 class tp_tap {
  public:
-  tp_tap(Tp& tp, std::vector<float>* into) : tp_(tp), into_(into) {}
+  tp_tap(Tp& tp, std::vector<float>* into, Wire* wire = nullptr) : tp_(tp), into_(into), wire_(wire) {}
   void allreduce(std::span<float> x) {
     if (into_) into_->insert(into_->end(), x.begin(), x.end());
+    if constexpr (sums_bf16<Tp>) {
+      if (wire_) {
+        const auto w = wire_->pack(x.data(), x.size());
+        tp_.allreduce(comm_buffer<Tp>(w));
+        wire_->unpack(w, x.data());
+        return;
+      }
+    }
     tp_.allreduce(comm_buffer<Tp>(x));
   }
   void allgather(std::span<const float> in, std::span<float> out) { tp_.allgather(comm_buffer<Tp>(in), comm_buffer<Tp>(out)); }
@@ -76,6 +86,7 @@ class tp_tap {
  private:
   Tp& tp_;
   std::vector<float>* into_;
+  Wire* wire_;
 };
 
 class tensor_dump {

@@ -70,6 +70,10 @@ struct run_options {
   std::string on_save_error = "stop";  // a failed save: stop | continue (training goes on)
   double comm_timeout = 0;    // watchdog seconds (0: off)
   bool overlap = false;       // DP buckets reduced on a communication thread during backward
+  // --precision bf16: what the communicators carry (wire.hpp): auto (16-bit values where the
+  // scheme's codecs take them: not plain, bf16, int8; DP of +ef schemes stays float32),
+  // bf16 (the same, refused where impossible), fp32 (float32 containers of bf16 values).
+  std::string wire = "auto";
   int zero = 0;               // ZeRO stage: 0 (replicated AdamW) | 1 (AdamW state sharded over DP, zero.hpp)
   double bucket_mb = 25;      // DP bucket size in MiB (0: one bucket); sparse and +ef runs: one bucket
   bool skip_nonfinite = false;  // NaN/Inf loss or gradient norm: skip the update (else stop)
@@ -85,5 +89,11 @@ struct run_options {
   bool share_gpu = false;     // --device cuda: more ranks on a node than GPUs (round robin; tests)
   sparsity_config sparsity;   // --sparsity and its schedule options
 };
+
+// Schemes whose codecs take 16-bit values (none, MPC, ZFP); plain MPI has no bfloat16 sum, and
+// the bf16 and int8 codecs code float32 (the bf16 cast is 16 bits on the wire already).
+inline bool scheme_takes_16bit(const std::string& scheme) {
+  return !(scheme == "plain" || scheme == "bf16" || scheme.starts_with("bf16+") || scheme.starts_with("int8"));
+}
 
 }  // namespace gpt

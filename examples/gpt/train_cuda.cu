@@ -3,7 +3,8 @@
 // gemm_cublas.hpp) on one stream of the rank's GPU; the DP, PP and TP collectives run on the
 // same stream (DP on a second one with --overlap on) through hcomm::device_bundle over
 // staged MPI (frames through pinned host memory: any MPI, several ranks per GPU), ZFP coding
-// on the GPU with zhybrid:16,8; the trainer is trainer.hpp's.
+// on the GPU with zhybrid:16,8 and zhybrid:16,6+ef (its residual in device memory); the
+// trainer is trainer.hpp's.
 #include "train_cuda.hpp"
 
 #include <cuda_runtime.h>
@@ -61,7 +62,9 @@ run_result train_on_cuda(const config& c, const run_options& o, const hcomm::gri
     bundle comm(g, opt, hcomm::exec::cuda{stream}, hcomm::exec::cuda{comm_stream ? comm_stream : stream});
     return trainer<bundle, ops>::make(c, ro, g, comm, ops{hcomm::exec::cuda{stream}, cublas_gemm{stream}})->run();
   };
-  r = o.scheme == "none" ? on.template operator()<hcomm::scheme::none>() : on.template operator()<hcomm::scheme::zhybrid<16, 8>>();
+  if (o.scheme == "none") r = on.template operator()<hcomm::scheme::none>();
+  else if (o.scheme == "zhybrid:16,8") r = on.template operator()<hcomm::scheme::zhybrid<16, 8>>();
+  else r = on.template operator()<hcomm::scheme::with_error_feedback<hcomm::scheme::zhybrid<16, 6>>>();
   if (comm_stream) HCOMM_CUDA_CHECK(cudaStreamDestroy(comm_stream));
   HCOMM_CUDA_CHECK(cudaStreamDestroy(stream));
   return r;

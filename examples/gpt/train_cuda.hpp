@@ -22,7 +22,7 @@ struct run_result;
 // ranks on the node than GPUs without `share` (--share-gpu).
 std::string cuda_unavailable(const node_place& node, bool share);
 // The trainer over portable_ops<hcomm::exec::cuda, cublas_gemm> on this rank's GPU, its
-// collectives through hcomm::device_bundle over staged MPI, --scheme none or zhybrid:16,8
+// collectives through hcomm::device_bundle over staged MPI, --scheme none, zhybrid:16,8 or zhybrid:16,6+ef
 // (check_cli refuses the others); throws
 // hcomm::error (unsupported) where cuda_unavailable() says why.
 run_result train_on_cuda(const config& c, const run_options& o, const hcomm::grid& g,

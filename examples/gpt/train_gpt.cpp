@@ -51,22 +51,27 @@ gpt::run_result train(const cli& c, const hcomm::grid& grid, Bundle& comm) {
   return gpt::trainer<Bundle, Ops>::make(c.cfg, c.run, grid, comm)->run();
 }
 
-// --device host | host-check: the portable backend, instantiated for two schemes (check_cli
-// refuses the others): none, and zhybrid:16,8 for lossy collectives on every axis. host
-// communicates through the host bundle; host-check through the device bundle over staged
-// MPI, the code --device cuda runs (train_cuda.cu), so that CI runs it on the CPU.
+// --device host | host-check: the portable backend, instantiated for the schemes check_cli
+// lets through: none, zhybrid:16,8 for lossy collectives on every axis, and (host-check, as
+// cuda) zhybrid:16,6+ef for error feedback on device memory. host communicates through the
+// host bundle; host-check through the device bundle over staged MPI, the code --device cuda
+// runs (train_cuda.cu), so that CI runs it on the CPU.
 gpt::run_result run_portable(const cli& c, const hcomm::grid& grid, const hcomm::comm_options& opt) {
+  auto on_host_check = [&]<class Scheme>() {
+    using dev_bundle = hcomm::device_bundle<Scheme, hcomm::exec::host_check, hcomm::transport::mpi_staged>;
+    dev_bundle comm(grid, opt);
+    return train<dev_bundle, gpt::portable_ops<hcomm::exec::host_check>>(c, grid, comm);
+  };
   auto on = [&]<class Scheme>() {
     if (c.run.device == "host") {
       hcomm::bundle<Scheme> comm(grid, opt);
       return train<hcomm::bundle<Scheme>, gpt::portable_ops<hcomm::exec::host>>(c, grid, comm);
     }
-    using dev_bundle = hcomm::device_bundle<Scheme, hcomm::exec::host_check, hcomm::transport::mpi_staged>;
-    dev_bundle comm(grid, opt);
-    return train<dev_bundle, gpt::portable_ops<hcomm::exec::host_check>>(c, grid, comm);
+    return on_host_check.template operator()<Scheme>();
   };
   if (c.run.scheme == "none") return on.template operator()<hcomm::scheme::none>();
-  return on.template operator()<hcomm::scheme::zhybrid<16, 8>>();
+  if (c.run.scheme == "zhybrid:16,8") return on.template operator()<hcomm::scheme::zhybrid<16, 8>>();
+  return on_host_check.template operator()<hcomm::scheme::with_error_feedback<hcomm::scheme::zhybrid<16, 6>>>();
 }
 
 gpt::run_result run_scheme(const cli& c, [[maybe_unused]] const gpt::node_place& node) {

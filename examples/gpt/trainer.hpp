@@ -64,6 +64,7 @@
 #include "sparsity.hpp"
 #include "text.hpp"
 #include "watchdog.hpp"
+#include "wire.hpp"
 #include "zero.hpp"
 
 namespace gpt {
@@ -77,6 +78,7 @@ template <class Bundle, class Ops = cpu_ops>
 class trainer {
   using dp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().dp())>;
   using pp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().pp())>;
+  using tp_comm_t = std::remove_reference_t<decltype(std::declval<Bundle&>().tp())>;
   // A device bundle (its communicators take device_span): the model's memory goes to them as is.
   static constexpr bool device_comm = takes_device_span<dp_comm_t>;
   using pp_request = decltype(std::declval<pp_comm_t&>().isend(comm_buffer<pp_comm_t>(static_cast<const float*>(nullptr), 0), 0, 0));
@@ -130,6 +132,17 @@ class trainer {
     // DP buckets (overlap.hpp): dense runs without error feedback; else one, through reduce().
     bucketed_ = !sp_.active() && !dp_reducer<dp_comm_t>::error_feedback && !zero_;
     buckets_ = plan_buckets(model_.tensors(), bucketed_ ? o.bucket_mb : 0.0);
+    // --precision bf16: 16-bit values on the wire (wire.hpp) on every axis of several ranks
+    // whose communicator takes them; DP of error-feedback schemes keeps its float residual.
+    if (c.bf16 && o.wire != "fp32" && scheme_takes_16bit(o.scheme)) {
+      if constexpr (sums_bf16<tp_comm_t>)
+        if (g.tp_size() > 1) wire_tp_ = make_wire(comm_.tp());
+      if constexpr (sends_bf16<pp_comm_t>)
+        if (g.pp_size() > 1) wire_pp_ = make_wire(comm_.pp());
+      if constexpr (sums_bf16<dp_comm_t>)
+        if (g.dp_size() > 1 && !dp_reducer<dp_comm_t>::error_feedback) wire_dp_ = make_wire(comm_.dp());
+      dp_.use_wire(wire_dp_.get());
+    }
     // Uncompressed DP (none: hcomm calls MPI_Allreduce; plain): the buckets go through
     // MPI_Iallreduce on the DP group, with and without overlap (the same reduction both ways);
     // overlapped, the communication thread starts each one and tests it until it is done
@@ -137,7 +150,7 @@ class trainer {
     // Compressed schemes: hcomm's all-reduce, on the communication thread when overlapped.
     // (One bucket keeps hcomm's call: the default runs of the small models are unchanged.)
     // (Device bundles: hcomm's all-reduce, which stages what MPI cannot read.)
-    native_ = !device_comm && bucketed_ && buckets_.size() > 1 && (o.scheme == "none" || o.scheme == "plain");
+    native_ = !device_comm && bucketed_ && buckets_.size() > 1 && (o.scheme == "none" || o.scheme == "plain") && !wire_dp_;
     overlap_ = o.overlap;
     if (o.overlap) {
       if (!bucketed_)
@@ -335,8 +348,7 @@ class trainer {
     to_wire(all);
     if (dumping_) dumping_->record_grad(0, all);
     dp_after_compute();
-    comm_.dp().reduce_scatter(comm_buffer<dp_comm_t>(std::span<const float>(zero_->sharded(model_.grads))),
-                              comm_buffer<dp_comm_t>(zero_->block_grads()));
+    reduce_scatter_block();
     for (const auto& r : zero_->replicated())
       dp_.reduce_bucket(std::span<float>(model_.grads.data() + r.global, static_cast<std::size_t>(r.len)));
     compute_after_dp();
@@ -345,10 +357,36 @@ class trainer {
   // replicated ranges' new weights.
   void gather_weights() {
     dp_after_compute();
-    comm_.dp().allgather_exact(comm_buffer<dp_comm_t>(zero_->block_weights()),
-                               comm_buffer<dp_comm_t>(zero_->sharded(model_.params)));
+    const std::span<const float> mine = zero_->block_weights();
+    const std::span<float> all = zero_->sharded(model_.params);
+    bool done = false;
+    if constexpr (sums_bf16<dp_comm_t>) {
+      if (wire_dp_) {  // the weights are bf16 roundings: exact in 16 bits
+        const auto w = wire_dp_->pack(mine.data(), mine.size(), 1);
+        const auto out = wire_dp_->area(all.size(), 2);
+        comm_.dp().allgather_exact(comm_buffer<dp_comm_t>(std::span<const hcomm::bf16>(w)), comm_buffer<dp_comm_t>(out));
+        wire_dp_->unpack(out, all.data());
+        done = true;
+      }
+    }
+    if (!done) comm_.dp().allgather_exact(comm_buffer<dp_comm_t>(mine), comm_buffer<dp_comm_t>(all));
     compute_after_dp();
     zero_->spread(model_);
+  }
+  // The sharded range's reduce-scatter into this replica's block (bf16 copies with a wire).
+  void reduce_scatter_block() {
+    const std::span<float> in = zero_->sharded(model_.grads);
+    const std::span<float> out = zero_->block_grads();
+    if constexpr (sums_bf16<dp_comm_t>) {
+      if (wire_dp_) {
+        const auto w = wire_dp_->pack(in.data(), in.size(), 1);
+        const auto b = wire_dp_->area(out.size(), 2);
+        comm_.dp().reduce_scatter(comm_buffer<dp_comm_t>(std::span<const hcomm::bf16>(w)), comm_buffer<dp_comm_t>(b));
+        wire_dp_->unpack(b, out.data());
+        return;
+      }
+    }
+    comm_.dp().reduce_scatter(comm_buffer<dp_comm_t>(std::span<const float>(in)), comm_buffer<dp_comm_t>(out));
   }
   // --precision bf16: the gradients (accumulated in fp32 over the micro-batches) go to the DP
   // reduction as their bfloat16 rounding.
@@ -463,12 +501,12 @@ class trainer {
     double loss = 0;
     // The TP communicator of each micro-batch records its all-reduce inputs at the dump step.
     auto F = [&](int mb) {
-      tp_tap tp{comm_.tp(), tp_dump(dump_kind::tp_partial_fwd, mb)};
+      tp_tap tp{comm_.tp(), tp_dump(dump_kind::tp_partial_fwd, mb), wire_tp_.get()};
       loss += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), tp, scale, true);
     };
     // --overlap on: the last micro-batch's backward hands finished buckets to the DP thread.
     auto B = [&](int mb) {
-      tp_tap tp{comm_.tp(), tp_dump(dump_kind::tp_partial_bwd, mb)};
+      tp_tap tp{comm_.tp(), tp_dump(dump_kind::tp_partial_bwd, mb), wire_tp_.get()};
       if (overlap_ && mb == M - 1)
         model_.backward(mb, tokens_[mb].data(), tp, [this](std::int64_t off) { reduce_final_from(off); });
       else
@@ -498,10 +536,10 @@ class trainer {
     }
     fwd_sends_.resize(static_cast<std::size_t>(M));
     auto isend_fwd = [&](int mb) {
-      if (!model_.is_last()) fwd_sends_[mb] = comm_.pp().isend(pp_buffer(sent_forward(mb)), grid_.next_stage(), 2 * mb);
+      if (!model_.is_last()) fwd_sends_[mb] = pp_isend(sent_forward(mb), grid_.next_stage(), 2 * mb, pp_slot_fwd + mb);
     };
     auto isend_bwd = [&](int mb) {
-      if (!model_.is_first()) bwd_send_ = comm_.pp().isend(pp_buffer(sent_backward(mb)), grid_.prev_stage(), 2 * mb + 1);
+      if (!model_.is_first()) bwd_send_ = pp_isend(sent_backward(mb), grid_.prev_stage(), 2 * mb + 1, pp_slot_bwd);
     };
     auto recv_bwd = [&](int mb) {
       bwd_send_.wait();  // dres() is about to be written
@@ -522,10 +560,11 @@ class trainer {
       isend_fwd(warm + i);
       recv_bwd(i);
       pp_request next;
-      if (i + 1 < steady && !model_.is_first())
-        next = comm_.pp().irecv(pp_buffer(act_span(model_.input(warm + i + 1))), grid_.prev_stage(), 2 * (warm + i + 1));
+      const bool receiving = i + 1 < steady && !model_.is_first();
+      if (receiving) next = pp_irecv(model_.input(warm + i + 1), grid_.prev_stage(), 2 * (warm + i + 1));
       Bnb(i);
       next.wait();
+      if (receiving) pp_irecv_done(model_.input(warm + i + 1));
       isend_bwd(i);
     }
     for (int i = steady; i < M; ++i) {
@@ -541,16 +580,60 @@ class trainer {
   template <class T>
   static auto pp_buffer(std::span<T> s) { return comm_buffer<pp_comm_t>(s); }
   void recv_forward(int mb) {
-    if (!model_.is_first()) comm_.pp().recv(pp_buffer(act_span(model_.input(mb))), grid_.prev_stage(), 2 * mb);
+    if (!model_.is_first()) pp_recv(model_.input(mb), grid_.prev_stage(), 2 * mb);
   }
   void send_forward(int mb) {
-    if (!model_.is_last()) comm_.pp().send(pp_buffer(sent_forward(mb)), grid_.next_stage(), 2 * mb);
+    if (!model_.is_last()) pp_send(sent_forward(mb), grid_.next_stage(), 2 * mb);
   }
   void recv_backward(int mb) {
-    if (!model_.is_last()) comm_.pp().recv(pp_buffer(act_span(model_.dres())), grid_.next_stage(), 2 * mb + 1);
+    if (!model_.is_last()) pp_recv(model_.dres(), grid_.next_stage(), 2 * mb + 1);
   }
   void send_backward(int mb) {
-    if (!model_.is_first()) comm_.pp().send(pp_buffer(sent_backward(mb)), grid_.prev_stage(), 2 * mb + 1);
+    if (!model_.is_first()) pp_send(sent_backward(mb), grid_.prev_stage(), 2 * mb + 1);
+  }
+  // One activation (or its gradient) between stages: act_numel floats, or with a wire
+  // (--precision bf16) their bfloat16 copies in a staging area: area 0 for the blocking calls,
+  // pp_slot_next for the steady phase's receive, pp_slot_bwd for the outstanding gradient
+  // send, pp_slot_fwd + mb for micro-batch mb's outstanding activation send.
+  static constexpr std::size_t pp_slot_next = 1, pp_slot_bwd = 2, pp_slot_fwd = 3;
+  void pp_recv(float* p, int peer, int tag) {
+    if constexpr (sends_bf16<pp_comm_t>) {
+      if (wire_pp_) {
+        const auto w = wire_pp_->area(static_cast<std::size_t>(model_.act_numel()));
+        comm_.pp().recv(pp_buffer(w), peer, tag);
+        wire_pp_->unpack(w, p);
+        return;
+      }
+    }
+    comm_.pp().recv(pp_buffer(act_span(p)), peer, tag);
+  }
+  void pp_send(std::span<const float> x, int peer, int tag) {
+    if constexpr (sends_bf16<pp_comm_t>) {
+      if (wire_pp_) {
+        comm_.pp().send(pp_buffer(std::span<const hcomm::bf16>(wire_pp_->pack(x.data(), x.size()))), peer, tag);
+        return;
+      }
+    }
+    comm_.pp().send(pp_buffer(x), peer, tag);
+  }
+  pp_request pp_isend(std::span<const float> x, int peer, int tag, std::size_t slot) {
+    if constexpr (sends_bf16<pp_comm_t>) {
+      if (wire_pp_)
+        return comm_.pp().isend(pp_buffer(std::span<const hcomm::bf16>(wire_pp_->pack(x.data(), x.size(), slot))), peer, tag);
+    }
+    return comm_.pp().isend(pp_buffer(x), peer, tag);
+  }
+  // A receive into p that completes later; pp_irecv_done(p) after its wait.
+  pp_request pp_irecv(float* p, int peer, int tag) {
+    if constexpr (sends_bf16<pp_comm_t>) {
+      if (wire_pp_)
+        return comm_.pp().irecv(pp_buffer(wire_pp_->area(static_cast<std::size_t>(model_.act_numel()), pp_slot_next)),
+                                peer, tag);
+    }
+    return comm_.pp().irecv(pp_buffer(act_span(p)), peer, tag);
+  }
+  void pp_irecv_done(float* p) {
+    if (wire_pp_) wire_pp_->unpack(wire_pp_->area(static_cast<std::size_t>(model_.act_numel()), pp_slot_next), p);
   }
   // What a stage sends: micro-batch mb's output forward, the gradient of its input backward
   // (in dres() after backward); recorded at the dump step.
@@ -667,7 +750,7 @@ class trainer {
             data_.val_sequence(v, cfg_.batch, g, T, tokens_[mb].data() + s * T, targets_[mb].data() + s * T);
         }
         recv_forward(mb);
-        tp_tap tp{comm_.tp(), nullptr};
+        tp_tap tp{comm_.tp(), nullptr, wire_tp_.get()};
         sum += model_.forward(mb, tokens_[mb].data(), targets_[mb].data(), tp, 0.f, false);
         correct += static_cast<double>(model_.correct());
         send_forward(mb);
@@ -696,7 +779,7 @@ class trainer {
       std::fill(tok.begin(), tok.end(), 0);
       for (int t = 0; t < len; ++t) tok[t] = static_cast<unsigned char>(ctx[t]);
       recv_forward(0);
-      tp_tap tp{comm_.tp(), nullptr};
+      tp_tap tp{comm_.tp(), nullptr, wire_tp_.get()};
       model_.forward(0, tok.data(), targets_[0].data(), tp, 0.f, false);
       send_forward(0);
       int next = 0;
@@ -804,8 +887,7 @@ class trainer {
     if (cfg_.bf16)
       std::printf("precision bf16: weights, activations and DP gradients rounded to bfloat16; fp32 master weights, "
                   "AdamW state and accumulation; %s\n",
-                  opt_.scheme == "bf16" ? "16 bits per value on the wire (--scheme bf16)"
-                                        : "float32 on the wire (--scheme bf16 sends 16 bits)");
+                  wire_label().c_str());
     if (zero_)
       std::printf("zero 1: AdamW's moments and master weights sharded over %d DP replicas, %lld of %zu values on "
                   "this replica; gradients reduce-scattered (scheme %s), weights all-gathered exactly\n",
@@ -816,6 +898,21 @@ class trainer {
                   !overlap_ ? "off" : worker_ ? "on (communication thread)" : "on (tested during backward)");
     if (step_ > 0) std::printf("resumed at step %lld\n", static_cast<long long>(step_));
     std::fflush(stdout);
+  }
+
+  // --precision bf16: what each axis carries.
+  std::string wire_label() const {
+    if (ranks() == 1) return "one rank, nothing on the wire";
+    if (opt_.scheme == "bf16") return "16 bits per value on the wire (--scheme bf16)";
+    if (!wire_dp_ && !wire_pp_ && !wire_tp_) return "float32 on the wire (--wire fp32, or a scheme without 16-bit codecs)";
+    std::string on, off;
+    auto add = [](std::string& s, const char* a) { s += s.empty() ? a : std::string(", ") + a; };
+    const int sizes[3] = {grid_.dp_size(), grid_.pp_size(), grid_.tp_size()};
+    const bool wired[3] = {wire_dp_ != nullptr, wire_pp_ != nullptr, wire_tp_ != nullptr};
+    const char* names[3] = {"dp", "pp", "tp"};
+    for (int a = 0; a < 3; ++a)
+      if (sizes[a] > 1) add(wired[a] ? on : off, names[a]);
+    return "bfloat16 on the wire (" + on + ")" + (off.empty() ? "" : ", float32 on " + off + " (error feedback)");
   }
 
   // ---- checkpoints (checkpoint.hpp) --------------------------------------------------------
@@ -850,6 +947,10 @@ class trainer {
   model_type model_;
   adam_type adam_;                      // --zero 1: empty (zero_ holds this replica's block)
   std::unique_ptr<zero_shard<Ops>> zero_;  // --zero 1 (zero.hpp)
+  // --precision bf16: each axis's 16-bit staging (wire.hpp; null: float32 on that axis)
+  std::unique_ptr<wire16<wire_exec_t<dp_comm_t>>> wire_dp_;
+  std::unique_ptr<wire16<wire_exec_t<pp_comm_t>>> wire_pp_;
+  std::unique_ptr<wire16<wire_exec_t<tp_comm_t>>> wire_tp_;
   text_data data_;
   mlm_data mlm_;            // BERT's masked-LM view of data_
   double loss_count_ = 0;   // predicted positions of this step's global batch

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <random>
 #include <vector>
 
@@ -17,12 +19,14 @@
 #include "portable/adamw.hpp"
 #include "portable/attention.hpp"
 #include "portable/cross_entropy.hpp"
+#include "portable/elementwise.hpp"
 #include "portable/embedding.hpp"
 #include "portable/gelu.hpp"
 #include "portable/grad_norm.hpp"
 #include "portable/layernorm.hpp"
 #include "portable/rotary.hpp"
 #include "random_tensors.hpp"
+#include "wire.hpp"
 
 namespace {
 using gpt_test::randn;
@@ -366,6 +370,32 @@ TEST_CASE("portable rotary: host-check = host = kernels.hpp's rotary_apply, bit 
     CHECK(a == want);
     CHECK(b == want);
   }
+}
+
+// --precision bf16's wire (wire.hpp): the 16-bit copy is kernels.hpp's bf16 rounding, the
+// widening restores it exactly, and bf16 values (the model's roundings) travel unchanged.
+TEST_CASE("portable bf16 wire: to_bf16 = kernels.hpp's rounding, from_bf16 exact, host-check = host", "[model][portable]") {
+  const std::size_t n = 3001;
+  auto x = randn(n, 41, 7.f);
+  x[0] = 0.f; x[1] = -0.f; x[2] = 1e30f; x[3] = -3e38f; x[4] = 1e-40f;  // zeros, large (to Inf), subnormal
+  std::vector<float> want = x;
+  gpt::k::round_bf16(want.data(), static_cast<gpt::k::idx>(n));
+  auto run = [&](const auto& ex) {
+    gpt::wire16<std::remove_cvref_t<decltype(ex)>> w(ex);
+    std::vector<float> back(n, 1.f);
+    w.unpack(w.pack(x.data(), n), back.data());
+    return back;
+  };
+  const auto a = run(hcomm::exec::host{});
+  const auto b = run(hcomm::exec::host_check{.seed = 21});
+  REQUIRE(a.size() == want.size());
+  CHECK(std::memcmp(a.data(), want.data(), n * sizeof(float)) == 0);
+  CHECK(std::memcmp(b.data(), want.data(), n * sizeof(float)) == 0);
+  // a second trip changes nothing: the model's bf16 values are exact on the wire
+  gpt::wire16<hcomm::exec::host> w;
+  std::vector<float> again(n);
+  w.unpack(w.pack(want.data(), n, 3), again.data());
+  CHECK(std::memcmp(again.data(), want.data(), n * sizeof(float)) == 0);
 }
 
 TEST_CASE("portable sum of squares: host-check = host, a double reference to rounding", "[model][portable]") {

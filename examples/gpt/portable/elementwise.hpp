@@ -10,11 +10,13 @@
 //   ex.for_each(N * C, gpt::portable::add_bias_rows{out, bias, C});
 //   ex.for_each(C, gpt::portable::column_sums_add{acc, d, N, C});
 //   ex.for_each(n, gpt::portable::round_bf16{x});
+//   ex.for_each(n, gpt::portable::to_bf16{x, w});  ex.for_each(n, gpt::portable::from_bf16{w, x});
 //   ex.for_each(N * C, gpt::portable::add_positions{x, wpe, T, C});
 #pragma once
 #include <cstddef>
 
 #include "hcomm/core/bfloat16.hpp"
+#include "hcomm/core/half.hpp"
 #include "hcomm/core/macros.hpp"
 
 namespace gpt::portable {
@@ -69,6 +71,20 @@ struct column_sums_add {
 struct round_bf16 {
   float* x;
   HCOMM_HOST_DEVICE void operator()(std::size_t i) const { x[i] = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(x[i])); }
+};
+
+// out = x as bfloat16 (nearest, ties to even): a 16-bit copy for the wire (wire.hpp); exact
+// where x holds bfloat16 roundings already.
+struct to_bf16 {
+  const float* x;
+  hcomm::bf16* out;
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { out[i] = hcomm::bf16::from_bits(hcomm::to_bf16_bits(x[i])); }
+};
+// x = w widened to float (exact).
+struct from_bf16 {
+  const hcomm::bf16* w;
+  float* x;
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { x[i] = hcomm::bf16_bits_to_float(w[i].bits); }
 };
 
 // x[n, c] += wpe[n % T, c].

@@ -271,6 +271,15 @@ class communicator {
   void allgather_exact(std::span<const float> in, std::span<float> out) requires offers_reduce {
     impl_.allgather_exact(in, out);
   }
+  void allgather_exact(std::span<const double> in, std::span<double> out) requires offers_reduce {
+    impl_.allgather_exact(in, out);
+  }
+  void allgather_exact(std::span<const bf16> in, std::span<bf16> out) requires offers_reduce {
+    impl_.allgather_exact(in, out);
+  }
+  void allgather_exact(std::span<const f16> in, std::span<f16> out) requires offers_reduce {
+    impl_.allgather_exact(in, out);
+  }
 
   // --- DP: parameters from one replica to all (lossy codecs: all end with the decoded values) ---
   void broadcast(std::span<float> x, int root) requires offers_broadcast { impl_.broadcast(x, root); }

@@ -24,6 +24,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "hcomm/algorithm/broadcast.hpp"
 #include "hcomm/algorithm/context.hpp"
@@ -135,6 +136,19 @@ class device_communicator {
     return {reinterpret_cast<const T*>(cx_->residual_bytes().data()), cx_->residual_size()};
   }
   void reset_residual() noexcept requires error_feedback { cx_->reset_residual(); }
+  // The residual's values on the host (a checkpoint's copy; empty before the first lossy call).
+  template <element T>
+  std::vector<T> residual_on_host() const requires error_feedback {
+    const device_span<const T> d = residual<T>();
+    std::vector<T> h(d.size());
+    if (!h.empty()) executor().to_host(h.data(), d.data(), h.size() * sizeof(T));
+    return h;
+  }
+  // From host memory (a checkpoint): the residual the next lossy call adds.
+  template <element T>
+  void load_residual(std::span<const T> r) requires error_feedback {
+    cx_->load_residual(r);
+  }
 
  private:
   template <class T>
