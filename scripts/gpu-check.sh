@@ -631,12 +631,12 @@ trainer_cuda() {
       tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,8 --compress-min-bytes 0 \
          --expect-losses "$d/hc8-zh.txt" --expect-rtol 1e-4 || rc=1
     echo "== zhybrid:16,6+ef (the residual in device memory) on 2x2x2 against host-check's (1e-4), resumed bitwise"
-    tg 8 $C --device host-check --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,6+ef --losses-out "$d/hc8-ef.txt" &&
-      tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,6+ef --losses-out "$d/cuda8-ef.txt" \
-         --expect-losses "$d/hc8-ef.txt" --expect-rtol 1e-4 &&
-      tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,6+ef --stop-at 5 --save "$d/ck-ef" &&
-      tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,6+ef --resume "$d/ck-ef" \
-         --expect-losses "$d/cuda8-ef.txt" --expect-rtol 0 || rc=1
+    local ef="--dp 2 --pp 2 --tp 2 --scheme zhybrid:16,6+ef --compress-min-bytes 0"
+    tg 8 $C --device host-check $ef --losses-out "$d/hc8-ef.txt" &&
+      tg 8 $C --device cuda --share-gpu $ef --losses-out "$d/cuda8-ef.txt" --expect-losses "$d/hc8-ef.txt" \
+         --expect-rtol 1e-4 &&
+      tg 8 $C --device cuda --share-gpu $ef --stop-at 5 --save "$d/ck-ef" &&
+      tg 8 $C --device cuda --share-gpu $ef --resume "$d/ck-ef" --expect-losses "$d/cuda8-ef.txt" --expect-rtol 0 || rc=1
     echo "== --zero 1 on the GPU: 2x2x2 reproduces 1 rank (1e-5); with bf16 (16-bit wire) host-check's (1e-3)"
     tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --zero 1 --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
     tg 8 $C --device host-check --dp 2 --pp 2 --tp 2 --precision bf16 --losses-out "$d/hc8-bf16.txt" &&
