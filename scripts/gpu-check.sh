@@ -48,7 +48,8 @@
 #   2b trainer-kernels  model_test_cuda_portable_kernels: train_gpt's portable kernels
 #                  (examples/gpt/portable/: LayerNorm, GELU, AdamW) on the GPU against the host
 #   2c trainer-model  model_test_cuda_model: the whole model (GPT-2, NeoX, BERT, bf16) in
-#                  device memory with cuBLAS GEMMs: loss, logits, gradients against the host
+#                  device memory with cuBLAS GEMMs: loss, logits, gradients against the host,
+#                  and the PyTorch debug states (kit/data/debug_*.bin) replayed on the GPU
 #   2d trainer-cuda  train_gpt --device cuda (the kit's mpirun; a dry run instead starts it
 #                  there, trainer-kit, and sees it refuse without a GPU): 10 steps of the tiny model
 #                  against host-check (fp32 1e-5, bf16 1e-3); 2x1x1, 1x2x1, 1x1x2 and 2x2x2
@@ -248,7 +249,8 @@ if [ $PREPARE = 1 ]; then
   # train_gpt's corpus: the first 2 MB of the default one (the machine has no data/).
   if [ -x "$KIT/bin/train_gpt" ]; then
     [ -s "$SRC/data/kjv.txt" ] || { echo "gpu-check: no data/kjv.txt for train_gpt (run scripts/setup.sh)" >&2; exit 1; }
-    mkdir -p "$KIT/data" && head -c 2000000 "$SRC/data/kjv.txt" >"$KIT/data/corpus.txt"
+    mkdir -p "$KIT/data" && head -c 2000000 "$SRC/data/kjv.txt" >"$KIT/data/corpus.txt" &&
+      cp "$SRC"/tests/model/data/debug_*.bin "$KIT/data/"
     mkdir -p "$KIT/py" && cp "$SRC/scripts/reference_gpt.py" "$SRC/scripts/openblas_core.py" "$KIT/py/"  # the PyTorch side of trainer-throughput
   fi
   pack_mpi "$KIT/mpi"
@@ -759,7 +761,7 @@ else
   # 2 correctness, 3 device-resident collectives, 4 throughput.
   gpu_stage correctness 150 "$BIN/core_test_cuda" --durations yes
   gpu_stage trainer-kernels 30 "$BIN/model_test_cuda_portable_kernels"
-  gpu_stage trainer-model 60 "$BIN/model_test_cuda_model"
+  gpu_stage trainer-model 60 "$BIN/model_test_cuda_model" "$KIT/data"
   mpi_stage trainer-cuda 120 train_gpt trainer_cuda
   export -f left
   export START BUDGET_S

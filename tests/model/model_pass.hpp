@@ -2,7 +2,8 @@
 // of forward (the loss and the logits) and forward + backward (the gradients and their sum of
 // squares) from the model's own initialisation, results copied to the host; and a few AdamW
 // steps on one batch (train_losses: clipping, the schedule, bf16 master weights). Also the
-// small configurations and random batches the backend comparisons share.
+// small configurations and random batches the backend comparisons share; and replay(), a
+// PyTorch debug state on any backend (the GPU's comparison with PyTorch).
 //
 //   const auto c = gpt_test::small_config(gpt::arch_kind::gpt2, false, false);
 //   const auto b = gpt_test::random_batch(c, 2 * micro * c.block, 7);
@@ -17,6 +18,7 @@
 #include "config.hpp"
 #include "model.hpp"
 #include "optim.hpp"
+#include "reference_state.hpp"
 
 namespace gpt_test {
 
@@ -132,6 +134,62 @@ inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
     n += static_cast<double>(b[i]) * b[i];
   }
   return a.size() != b.size() ? INFINITY : n > 0 ? std::sqrt(d / n) : std::sqrt(d);
+}
+
+// A PyTorch debug state (reference_state.hpp) replayed on a backend: its weights loaded on one
+// stage, the whole batch as one micro-batch; the loss, the logits, each tensor's gradient in
+// global order, and the losses of the state's AdamW steps (clipping, schedule) on that batch.
+struct reference_run {
+  double loss = 0;
+  std::vector<float> logits;
+  std::vector<std::vector<float>> grads;
+  std::vector<double> losses;
+};
+template <class Model>
+reference_run replay(const debug_state& s, typename Model::ops_type ops = {}) {
+  Model m(s.cfg, {}, s.B, 1, ops);
+  m.load_global(s.params);
+  gpt::solo_tp tp;
+  int predicted = 0;
+  for (int t : s.targets) predicted += t >= 0;
+  const float scale = 1.f / static_cast<float>(predicted);
+  const std::int64_t N = static_cast<std::int64_t>(s.B) * s.T;
+  reference_run r;
+  r.loss = m.forward(0, s.inputs.data(), s.targets.data(), tp, scale, false) / predicted;
+  r.logits.assign(m.logits(), m.logits() + N * m.local_vocab());
+  m.zero_grads();
+  m.forward(0, s.inputs.data(), s.targets.data(), tp, scale, true);
+  m.backward(0, s.inputs.data(), tp);
+  const std::vector<float> g = m.grads_host();
+  r.grads.resize(s.grads.size());
+  for (const auto& t : m.tensors()) r.grads[t.global].assign(g.begin() + t.offset, g.begin() + t.offset + t.numel);
+  gpt::basic_adamw<typename Model::ops_type> opt(m.params.size(), m.ops());
+  for (int step = 0; step < s.steps; ++step) {
+    m.zero_grads();
+    r.losses.push_back(m.forward(0, s.inputs.data(), s.targets.data(), tp, scale, true) / predicted);
+    m.backward(0, s.inputs.data(), tp);
+    const double norm = std::sqrt(m.local_grad_sq());
+    if (s.cfg.grad_clip > 0 && norm > s.cfg.grad_clip) m.scale_grads(static_cast<float>(s.cfg.grad_clip / (norm + 1e-6)));
+    opt.step(m, gpt::lr_at(s.cfg, step), step + 1);
+  }
+  return r;
+}
+// The replay's distance to the state: relative loss error, relative L2 error of the logits,
+// the largest relative L2 error of a tensor's gradient, the largest relative error of a step's
+// loss. The GPU check's bounds (llm.c's test: loss 1e-5, gradients about 1e-4): see within().
+struct reference_errors {
+  double loss = 0, logits = 0, grads = 0, losses = 0;
+  bool within() const { return loss <= 1e-5 && logits <= 1e-5 && grads <= 1e-4 && losses <= 1e-5; }
+};
+inline reference_errors errors_of(const reference_run& r, const debug_state& s) {
+  reference_errors e;
+  e.loss = std::fabs(r.loss - s.loss) / std::fabs(s.loss);
+  e.logits = rel_l2(r.logits, s.logits);
+  for (std::size_t i = 0; i < s.grads.size(); ++i) e.grads = std::fmax(e.grads, rel_l2(r.grads[i], s.grads[i]));
+  for (std::size_t i = 0; i < s.losses.size(); ++i)
+    e.losses = i < r.losses.size() ? std::fmax(e.losses, std::fabs(r.losses[i] - s.losses[i]) / std::fabs(s.losses[i]))
+                                   : INFINITY;
+  return e;
 }
 
 }  // namespace gpt_test

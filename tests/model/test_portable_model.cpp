@@ -35,6 +35,18 @@ TEST_CASE("portable backend under host-check matches the PyTorch reference", "[m
   }
 }
 
+// replay() is what the CUDA model test runs against the same states on the GPU
+// (tests/model/cuda/test_cuda_model.cu); here on host-check, within the GPU check's bounds.
+TEST_CASE("portable backend: replay of the PyTorch states within the GPU check's bounds", "[model][portable][reference]") {
+  for (const char* arch : {"gpt2", "neox", "bert", "bert_preln"}) {
+    const gpt_test::debug_state s = gpt_test::load(arch);
+    const gpt_test::reference_errors e = gpt_test::errors_of(gpt_test::replay<checked_model>(s), s);
+    INFO(arch << ": loss " << e.loss << " logits " << e.logits << " grads " << e.grads << " losses " << e.losses);
+    CHECK(e.within());
+    CHECK(e.grads < 1e-5);  // fp32 on the host: well inside the GPU's bound
+  }
+}
+
 TEST_CASE("portable backend: host-check = host bitwise, and the CPU backend to rounding", "[model][portable]") {
   for (const gpt_test::variant& v : gpt_test::variants) {
     INFO(v.name);

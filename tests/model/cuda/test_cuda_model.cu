@@ -4,12 +4,16 @@
 // ties the host portable backend to the CPU backend and to PyTorch), for GPT-2,
 // NeoX (rotary), BERT post-LN and pre-LN, and bf16: the loss, every logit, every gradient and
 // the gradient's sum of squares, to float rounding (the GPU's exp, sqrt and fused
-// multiply-adds round differently); and two runs give the same bits. Without a CUDA device it
-// prints "SKIPPED: ..." and exits 77 (ctest: skipped).
+// multiply-adds round differently); and two runs give the same bits. Then the PyTorch debug
+// states of tests/model/data (DIR, the first argument; default the source tree's), replayed on
+// the GPU (model_pass.hpp's replay: the loss, logits, every gradient and the state's AdamW
+// steps) within llm.c's test bounds (loss 1e-5, gradients 1e-4 relative). Without a CUDA
+// device it prints "SKIPPED: ..." and exits 77 (ctest: skipped).
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "gemm_cublas.hpp"
@@ -33,8 +37,9 @@ void expect(bool ok, const char* what, double got, double bound) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   if (!gpt_test::cuda_device_or_skip()) return 77;
+  const std::string data_dir = argc > 1 ? argv[1] : GPT_TEST_DATA_DIR;
   cudaStream_t s;
   HCOMM_CUDA_CHECK(cudaStreamCreate(&s));
   {
@@ -70,6 +75,15 @@ int main() {
         worst = std::fmax(worst, std::fabs(dev[i] - ref[i]) / std::fabs(ref[i]));
       expect(dev.size() == ref.size() && worst <= (v.bf16 ? 1e-4 : 1e-5), "6 AdamW steps' losses, relative", worst,
              v.bf16 ? 1e-4 : 1e-5);
+    }
+    for (const char* arch : {"gpt2", "neox", "bert", "bert_preln"}) {
+      std::printf("PyTorch state %s/debug_%s.bin\n", data_dir.c_str(), arch);
+      const gpt_test::debug_state st = gpt_test::load(arch, data_dir);
+      const gpt_test::reference_errors e = gpt_test::errors_of(gpt_test::replay<cuda_model>(st, ops), st);
+      expect(e.loss <= 1e-5, "loss relative difference", e.loss, 1e-5);
+      expect(e.logits <= 1e-5, "logits relative L2", e.logits, 1e-5);
+      expect(e.grads <= 1e-4, "worst gradient's relative L2", e.grads, 1e-4);
+      expect(e.losses <= 1e-5, "AdamW steps' losses, relative", e.losses, 1e-5);
     }
   }
   HCOMM_CUDA_CHECK(cudaStreamDestroy(s));
