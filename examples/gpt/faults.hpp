@@ -12,6 +12,8 @@
 //   GPT_FAULT_HANG=RANK:STEP         RANK stops communicating (sleeps) at the start of STEP
 //   GPT_FAULT_ALLOC=RANK             RANK's allocation of the model fails (std::bad_alloc), as
 //                                    a GPU out of memory on one rank
+//   GPT_FAULT_ALLOC_WIRE=RANK        RANK's staging for the 16-bit wire (--precision bf16)
+//                                    cannot be allocated (std::bad_alloc)
 //   GPT_FAULT_BLAS_FALLBACK=1        OpenBLAS's kernels are taken for its SSE fallback, as on a
 //                                    CPU it does not know (read by openblas_core.hpp)
 #pragma once
@@ -52,5 +54,6 @@ inline const spec& kill_in_save() { static const spec f = read("GPT_FAULT_KILL_I
 inline const spec& unshared() { static const spec f = read("GPT_FAULT_UNSHARED"); return f; }
 inline const spec& hang() { static const spec f = read("GPT_FAULT_HANG"); return f; }
 inline const spec& alloc() { static const spec f = read("GPT_FAULT_ALLOC"); return f; }
+inline const spec& alloc_wire() { static const spec f = read("GPT_FAULT_ALLOC_WIRE"); return f; }
 
 }  // namespace gpt::faults

@@ -142,6 +142,8 @@ class trainer {
       if constexpr (sums_bf16<dp_comm_t>)
         if (g.dp_size() > 1 && !dp_reducer<dp_comm_t>::error_feedback) wire_dp_ = make_wire(comm_.dp());
       dp_.use_wire(wire_dp_.get());
+      // their staging now, at its largest, agreed: memory can run out on some ranks only
+      agreed([&] { reserve_wires(o.overlap); }, 2, "cannot allocate the 16-bit wire's staging: ");
     }
     // Uncompressed DP (none: hcomm calls MPI_Allreduce; plain): the buckets go through
     // MPI_Iallreduce on the DP group, with and without overlap (the same reduction both ways);
@@ -900,6 +902,31 @@ class trainer {
     std::fflush(stdout);
   }
 
+  // Every staging area the wires will use, at its largest: TP's all-reduces and PP's messages
+  // are activations (act_numel values); DP's buckets, or ZeRO's sharded range, block and
+  // replicated ranges.
+  void reserve_wires(bool overlap) {
+    if (faults::alloc_wire().at(world_rank_, -1)) throw std::bad_alloc();
+    const auto act = static_cast<std::size_t>(model_.act_numel());
+    if (wire_tp_) wire_tp_->area(act);
+    if (wire_pp_) {
+      wire_pp_->area(act);
+      if (overlap)
+        for (std::size_t slot = pp_slot_next; slot < pp_slot_fwd + static_cast<std::size_t>(model_.n_micro()); ++slot)
+          wire_pp_->area(act, slot);
+    }
+    if (!wire_dp_) return;
+    std::size_t bucket = 0;
+    if (zero_) {
+      for (const auto& r : zero_->replicated()) bucket = std::max(bucket, static_cast<std::size_t>(r.len));
+      const std::size_t sharded = zero_->sharded(model_.grads).size();
+      wire_dp_->area(sharded, 1);
+      wire_dp_->area(sharded, 2);
+    } else {
+      for (const auto& b : buckets_) bucket = std::max(bucket, static_cast<std::size_t>(b.end - b.begin));
+    }
+    wire_dp_->area(bucket);
+  }
   // --precision bf16: what each axis carries.
   std::string wire_label() const {
     if (ranks() == 1) return "one rank, nothing on the wire";
