@@ -304,6 +304,9 @@ class checkpointer {
   // known to every rank at once: the run stops with the reason (gpt::stopped) or, with
   // --on-save-error continue, goes on with the previous set current. A step already saved
   // (--save-every, then the end of the run) is not saved again.
+  // Whether the set of `steps_done` steps is saved already (save() would do nothing).
+  bool saved(std::int64_t steps_done) const { return steps_done == last_saved_; }
+
   template <class State>
   void save(std::int64_t steps_done, const State& s, std::span<const float> residual) {
     if (steps_done == last_saved_) return;

@@ -61,7 +61,8 @@ enum class dump_kind { dp_grad, pp_act_fwd, pp_grad_bwd, tp_partial_fwd, tp_part
 // The model's TP communicator for one micro-batch's forward or backward: the bundle's (host
 // or device: the model's memory goes as comm_buffer.hpp's buffer), whose all-reduce inputs
 // are first appended to `into` when it is not null (the dump step; host memory only). With a
-// wire (--precision bf16, wire.hpp) the all-reduce sums bfloat16 copies.
+// wire (--precision bf16, wire.hpp) the all-reduce sums bfloat16 copies (recorded: the float32
+// partial sums, before the copy).
 template <class Tp, class Wire = wire16<wire_exec_t<Tp>>>
 class tp_tap {
  public:

@@ -132,15 +132,18 @@ class trainer {
     // DP buckets (overlap.hpp): dense runs without error feedback; else one, through reduce().
     bucketed_ = !sp_.active() && !dp_reducer<dp_comm_t>::error_feedback && !zero_;
     buckets_ = plan_buckets(model_.tensors(), bucketed_ ? o.bucket_mb : 0.0);
-    // --precision bf16: 16-bit values on the wire (wire.hpp) on every axis of several ranks
-    // whose communicator takes them; DP of error-feedback schemes keeps its float residual.
+    // --precision bf16: 16-bit values on the wire (wire.hpp) on the axes of several ranks
+    // whose communicator takes them and (--wire auto) whose codec they shrink; DP of
+    // error-feedback schemes keeps its float residual.
     if (c.bf16 && o.wire != "fp32" && scheme_takes_16bit(o.scheme)) {
+      const bool forced = o.wire == "bf16";
       if constexpr (sums_bf16<tp_comm_t>)
-        if (g.tp_size() > 1) wire_tp_ = make_wire(comm_.tp());
+        if (g.tp_size() > 1 && (forced || wire_saves_bytes<tp_comm_t>())) wire_tp_ = make_wire(comm_.tp());
       if constexpr (sends_bf16<pp_comm_t>)
-        if (g.pp_size() > 1) wire_pp_ = make_wire(comm_.pp());
+        if (g.pp_size() > 1 && (forced || wire_saves_bytes<pp_comm_t>())) wire_pp_ = make_wire(comm_.pp());
       if constexpr (sums_bf16<dp_comm_t>)
-        if (g.dp_size() > 1 && !dp_reducer<dp_comm_t>::error_feedback) wire_dp_ = make_wire(comm_.dp());
+        if (g.dp_size() > 1 && !dp_reducer<dp_comm_t>::error_feedback && (forced || wire_saves_bytes<dp_comm_t>()))
+          wire_dp_ = make_wire(comm_.dp());
       dp_.use_wire(wire_dp_.get());
       // their staging now, at its largest, agreed: memory can run out on some ranks only
       agreed([&] { reserve_wires(o.overlap); }, 2, "cannot allocate the 16-bit wire's staging: ");
@@ -323,7 +326,9 @@ class trainer {
       const std::span<float> all(model_.grads.data(), model_.grads.size());
       to_wire(all);
       if (dumping_) dumping_->record_grad(0, all);
+      dp_after_compute();
       dp_.reduce({all, sp_.packed_grads(), sp_.growth_grads()});
+      compute_after_dp();
       phase_ms_[1] = (MPI_Wtime() - t1) * 1e3;
       return loss_sum;
     }
@@ -927,39 +932,74 @@ class trainer {
     }
     wire_dp_->area(bucket);
   }
-  // --precision bf16: what each axis carries.
+  // --precision bf16: what each axis carries, and why float32 where it does.
   std::string wire_label() const {
     if (ranks() == 1) return "one rank, nothing on the wire";
     if (opt_.scheme == "bf16") return "16 bits per value on the wire (--scheme bf16)";
-    if (!wire_dp_ && !wire_pp_ && !wire_tp_) return "float32 on the wire (--wire fp32, or a scheme without 16-bit codecs)";
-    std::string on, off;
-    auto add = [](std::string& s, const char* a) { s += s.empty() ? a : std::string(", ") + a; };
-    const int sizes[3] = {grid_.dp_size(), grid_.pp_size(), grid_.tp_size()};
-    const bool wired[3] = {wire_dp_ != nullptr, wire_pp_ != nullptr, wire_tp_ != nullptr};
-    const char* names[3] = {"dp", "pp", "tp"};
-    for (int a = 0; a < 3; ++a)
-      if (sizes[a] > 1) add(wired[a] ? on : off, names[a]);
-    return "bfloat16 on the wire (" + on + ")" + (off.empty() ? "" : ", float32 on " + off + " (error feedback)");
+    std::string out;
+    auto axis = [&](const char* name, int size, bool wired, const char* why) {
+      if (size <= 1) return;
+      out += std::string(out.empty() ? "" : ", ") + name + (wired ? " bfloat16" : std::string(" float32 (") + why + ")");
+    };
+    const char* why = opt_.wire == "fp32"                ? "--wire fp32"
+                      : !scheme_takes_16bit(opt_.scheme) ? "the scheme's codecs take float32"
+                                                         : "ZFP codes R bits a value either way";
+    axis("dp", grid_.dp_size(), wire_dp_ != nullptr, dp_reducer<dp_comm_t>::error_feedback ? "the error-feedback residual" : why);
+    axis("pp", grid_.pp_size(), wire_pp_ != nullptr, why);
+    axis("tp", grid_.tp_size(), wire_tp_ != nullptr, why);
+    return "on the wire: " + out;
   }
 
   // ---- checkpoints (checkpoint.hpp) --------------------------------------------------------
   basic_train_state<model_type, adam_type, sparse_type> state() { return {model_, adam_, sp_, cursor_, rng_state_}; }
   // --zero 1: the sets hold whole arrays, gathered from the replicas' blocks at save and cut
-  // into this replica's block at resume.
+  // into this replica's block at resume. Their memory (the stage's size again) is agreed: a
+  // rank without it fails the save on every rank (--on-save-error decides) or the resume.
   void save(std::int64_t steps_done) {
     const std::vector<float> residual = dp_.residual(model_.grads.size());
     if (!zero_) {
       ckpt_.save(steps_done, state(), residual);
       return;
     }
-    adam_type whole = zero_->full(model_, [this](std::span<const float> in, std::span<float> out) {
-      comm_.dp().allgather_exact(comm_buffer<dp_comm_t>(in), comm_buffer<dp_comm_t>(out));
-    });
+    if (ckpt_.saved(steps_done)) return;
+    adam_type whole;
+    {
+      auto w = dog_.watch("checkpoint save (ZeRO's all-gather of the optimizer state)", steps_done);
+      if (!allocated([&] { whole = zero_->whole(model_); }, "cannot save checkpoint set at step " +
+                                                             std::to_string(steps_done) + ": its whole optimizer state: "))
+        return;
+      dp_after_compute();
+      zero_->gather(whole, [this](std::span<const float> in, std::span<float> out) {
+        comm_.dp().allgather_exact(comm_buffer<dp_comm_t>(in), comm_buffer<dp_comm_t>(out));
+      });
+      compute_after_dp();
+    }
     ckpt_.save(steps_done, basic_train_state<model_type, adam_type, sparse_type>{model_, whole, sp_, cursor_, rng_state_},
                residual);
   }
+  // Runs an allocation on every rank and agrees on it; false (after saying why on rank 0)
+  // when a rank failed and --on-save-error continue goes on; throws gpt::stopped (exit 3)
+  // otherwise.
+  template <class F>
+  bool allocated(F&& f, const std::string& what) {
+    std::string why;
+    bool ok = true;
+    try {
+      f();
+    } catch (const std::exception& e) {
+      ok = false;
+      why = reason_of(e);
+    }
+    const verdict v = agree(ok, why);
+    if (v.ok) return true;
+    const std::string m = what + "rank " + std::to_string(v.first_bad) + ": " + v.what;
+    if (opt_.on_save_error == "stop") throw stopped{3, m + "; stopping (--on-save-error continue trains on)"};
+    if (world_rank_ == 0) std::fprintf(stderr, "train_gpt: %s; training goes on (--on-save-error continue)\n", m.c_str());
+    return false;
+  }
   void resume() {
-    adam_type whole(zero_ ? model_.params.size() : 0, model_.ops());
+    adam_type whole;
+    if (zero_) agreed([&] { whole = zero_->whole(model_); }, 2, "cannot allocate the whole optimizer state for --resume: ");
     basic_train_state<model_type, adam_type, sparse_type> s{model_, zero_ ? whole : adam_, sp_, cursor_, rng_state_};
     const resumed r = ckpt_.resume(s, dp_reducer<dp_comm_t>::error_feedback);
     if (zero_) zero_->adopt_full(model_, whole);

@@ -5,8 +5,9 @@
 // outputs and the gradients flowing into them: what PP sends, ZeRO's weights, the DP
 // gradients) travel exactly, at half the bytes. Sums (DP, TP) are summed in bfloat16 by hcomm,
 // each addition widened to float and rounded once (hcomm/algorithm/ring.hpp), as a bf16
-// all-reduce on GPUs is. Codecs code the 16-bit values (none, MPC, ZFP; ZFP's rate R is R
-// bits a value, 16/R of the 16-bit size).
+// all-reduce on GPUs is. Codecs code the 16-bit values (none, MPC, ZFP); only where the codec
+// keeps each value's width does that halve the bytes (wire_saves_bytes: ZFP's rate R is R
+// bits a value for either type).
 //
 //   gpt::wire16<hcomm::exec::host> w;               // or on a device communicator's executor
 //   auto b = w.pack(x, n);                          // staging area 0 holds x as bf16
@@ -26,6 +27,7 @@
 
 #include "comm_buffer.hpp"
 #include "device_array.hpp"
+#include "hcomm/codec/id.hpp"
 #include "hcomm/core/half.hpp"
 #include "hcomm/exec/host.hpp"
 #include "portable/elementwise.hpp"
@@ -77,6 +79,20 @@ template <class Comm>
 concept sums_bf16 = requires(Comm& c, std::span<hcomm::bf16> s) { c.allreduce(comm_buffer<Comm>(s)); };
 template <class Comm>
 concept sends_bf16 = requires(Comm& c, std::span<const hcomm::bf16> s) { c.send(comm_buffer<Comm>(s), 0, 0); };
+
+// Whether 16-bit values shrink a communicator's traffic: its codec keeps each value's width
+// (none, MPC). ZFP codes R bits a value whatever the type, so there a 16-bit copy would only
+// round; the bf16 and int8 codecs code float32.
+template <class Comm>
+constexpr bool wire_saves_bytes() {
+  using C = std::remove_cvref_t<Comm>;
+  if constexpr (requires { C::config(); }) {
+    constexpr hcomm::codec_id id = C::config().codec;
+    return id == hcomm::codec_id::none || id == hcomm::codec_id::mpc;
+  } else {
+    return false;
+  }
+}
 
 // A wire for communicator c, on its executor (device communicators) or the host.
 template <class Comm>

@@ -4,7 +4,7 @@
 // DeepSpeed's stage 1 and llm.c's zero.cuh). The trainer drives it (trainer.hpp):
 //
 //   gpt::zero_shard<Ops> z(model, grid.dp_size(), grid.dp_rank());
-//   z.adopt(model);                       // after init / resume: this rank's master weights
+//   z.adopt(model);                       // after init: this rank's master weights
 //   dp.reduce_scatter(z.sharded(model.grads), z.block_grads());   // the scheme compresses it
 //   for (auto r : z.replicated()) dp.allreduce(grads[r]);          // as without ZeRO
 //   z.collect(model);                     // the replicated ranges' sums into the local vector
@@ -24,10 +24,12 @@
 // are the master's (fp32) or its bfloat16 rounding (--precision bf16), as without ZeRO; the
 // gradients' reduce-scatter goes through the scheme like any DP traffic.
 //
-// Memory per replica: moments and master weights of m + (replicated) values instead of n
-// (bf16 adds the block's rounding, m values), plus the block's reduced gradient (m values).
-// Checkpoints hold full arrays, gathered at save (full()) and cut at resume (adopt_full()),
-// so a set moves between --zero 0 and 1 and between DP sizes.
+// Memory per replica: moments, master weights and the reduced gradient of m + r values (r:
+// the replicated ranges; bf16 adds their rounding) instead of moments of n. The tied
+// embedding, often the largest tensor, stays whole on the first and last stage. Checkpoints
+// hold whole arrays, gathered at save (whole(), gather(): the stage's size again, for the
+// save's length) and cut at resume (adopt_full()), so a set moves between --zero 0 and 1 and
+// between DP sizes.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -153,22 +155,26 @@ class zero_shard {
     for (const auto& s : replicated_) ops_->copy(model.params.data() + s.global, w + s.local, len(s));
   }
 
-  // Checkpoints. full(): the stage's whole master weights (bf16 runs; fp32: the model's
-  // weights are the master's), moments, gathered over DP with `gather` (an exact all-gather
-  // of this block into the sharded range). adopt_full(): this replica's part of them.
-  template <class Model, class Gather>
-  basic_adamw<Ops> full(const Model& model, Gather&& gather) const {
+  // Checkpoints. whole(): arrays of the stage's size for the master weights (bf16 runs; fp32:
+  // the model's weights are the master's) and the moments; gather() fills them from every
+  // replica's block with `gather` (an exact all-gather of this block into the sharded range).
+  // adopt_full(): this replica's part of such arrays (after a resume).
+  template <class Model>
+  basic_adamw<Ops> whole(const Model& model) const {
     const std::size_t n = model.params.size();
     basic_adamw<Ops> a(n, *ops_);
     if (model.cfg().bf16) a.master = ops_->template make_array<float>(n);
-    auto whole = [&](const array<float>& mine, array<float>& out) {
+    return a;
+  }
+  template <class Gather>
+  void gather(basic_adamw<Ops>& a, Gather&& gather) const {
+    auto one = [&](const array<float>& mine, array<float>& out) {
       gather(std::span<const float>(mine.data(), static_cast<std::size_t>(m_)), sharded(out));
       for (const auto& s : replicated_) ops_->copy(out.data() + s.global, mine.data() + s.local, len(s));
     };
-    whole(m1_, a.m);
-    whole(m2_, a.v);
-    if (model.cfg().bf16) whole(master_, a.master);
-    return a;
+    one(m1_, a.m);
+    one(m2_, a.v);
+    if (a.master.size()) one(master_, a.master);
   }
   template <class Model>
   void adopt_full(const Model& model, const basic_adamw<Ops>& a) {
