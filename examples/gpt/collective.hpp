@@ -61,10 +61,10 @@ inline verdict agree(bool ok, const std::string& why, MPI_Comm comm = MPI_COMM_W
   return v;
 }
 
-// Runs `f` (local work that may throw) and agrees on the outcome: returns normally on every
-// rank, or every rank throws gpt::stopped(code, "<prefix>rank R: <reason>").
+// Runs `f` (local work that may throw) and agrees on the outcome: every rank gets the same
+// verdict.
 template <class F>
-void agreed(F&& f, int code, const std::string& prefix, MPI_Comm comm = MPI_COMM_WORLD) {
+verdict agree_on(F&& f, MPI_Comm comm = MPI_COMM_WORLD) {
   std::string why;
   bool ok = true;
   try {
@@ -73,7 +73,14 @@ void agreed(F&& f, int code, const std::string& prefix, MPI_Comm comm = MPI_COMM
     ok = false;
     why = reason_of(e);
   }
-  const verdict v = agree(ok, why, comm);
+  return agree(ok, why, comm);
+}
+
+// agree_on(), then returns normally on every rank, or every rank throws
+// gpt::stopped(code, "<prefix>rank R: <reason>").
+template <class F>
+void agreed(F&& f, int code, const std::string& prefix, MPI_Comm comm = MPI_COMM_WORLD) {
+  const verdict v = agree_on(static_cast<F&&>(f), comm);
   if (!v.ok) throw stopped{code, prefix + "rank " + std::to_string(v.first_bad) + ": " + v.what};
 }
 

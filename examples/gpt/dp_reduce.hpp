@@ -89,17 +89,7 @@ class dp_reducer {
   // range (bfloat16 copies with a wire: --precision bf16, wire.hpp). The communication thread
   // calls it while the main thread runs the pipeline on the other communicators; nothing else
   // touches the DP communicator (or its wire) meanwhile.
-  void reduce_bucket(std::span<float> g) {
-    if constexpr (sums_bf16<DpComm>) {
-      if (wire_) {
-        const auto w = wire_->pack(g.data(), g.size());
-        dp_.allreduce(comm_buffer<DpComm>(w));
-        wire_->unpack(w, g.data());
-        return;
-      }
-    }
-    dp_.allreduce(comm_buffer<DpComm>(g));
-  }
+  void reduce_bucket(std::span<float> g) { allreduce_on(dp_, g, wire_); }
   // 16-bit buckets from now on (null: float32).
   void use_wire(wire16<wire_exec_t<DpComm>>* w) { wire_ = w; }
 

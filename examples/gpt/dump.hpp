@@ -63,21 +63,15 @@ enum class dump_kind { dp_grad, pp_act_fwd, pp_grad_bwd, tp_partial_fwd, tp_part
 // are first appended to `into` when it is not null (the dump step; host memory only). With a
 // wire (--precision bf16, wire.hpp) the all-reduce sums bfloat16 copies (recorded: the float32
 // partial sums, before the copy).
-template <class Tp, class Wire = wire16<wire_exec_t<Tp>>>
+template <class Tp>
 class tp_tap {
+  using Wire = wire16<wire_exec_t<Tp>>;
+
  public:
   tp_tap(Tp& tp, std::vector<float>* into, Wire* wire = nullptr) : tp_(tp), into_(into), wire_(wire) {}
   void allreduce(std::span<float> x) {
     if (into_) into_->insert(into_->end(), x.begin(), x.end());
-    if constexpr (sums_bf16<Tp>) {
-      if (wire_) {
-        const auto w = wire_->pack(x.data(), x.size());
-        tp_.allreduce(comm_buffer<Tp>(w));
-        wire_->unpack(w, x.data());
-        return;
-      }
-    }
-    tp_.allreduce(comm_buffer<Tp>(x));
+    allreduce_on(tp_, x, wire_);
   }
   void allgather(std::span<const float> in, std::span<float> out) { tp_.allgather(comm_buffer<Tp>(in), comm_buffer<Tp>(out)); }
   // The cross-entropy's statistics (model.hpp exact_allreduce): not recorded, not compressed.

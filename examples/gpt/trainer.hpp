@@ -982,15 +982,7 @@ class trainer {
   // otherwise.
   template <class F>
   bool allocated(F&& f, const std::string& what) {
-    std::string why;
-    bool ok = true;
-    try {
-      f();
-    } catch (const std::exception& e) {
-      ok = false;
-      why = reason_of(e);
-    }
-    const verdict v = agree(ok, why);
+    const verdict v = agree_on(std::forward<F>(f));
     if (v.ok) return true;
     const std::string m = what + "rank " + std::to_string(v.first_bad) + ": " + v.what;
     if (opt_.on_save_error == "stop") throw stopped{3, m + "; stopping (--on-save-error continue trains on)"};

@@ -94,6 +94,21 @@ constexpr bool wire_saves_bytes() {
   }
 }
 
+// The sum of x over c, in place: as bfloat16 copies in w's area 0 when w is given (and c
+// takes them), else as float32.
+template <class Comm>
+void allreduce_on(Comm& c, std::span<float> x, wire16<wire_exec_t<Comm>>* w) {
+  if constexpr (sums_bf16<Comm>) {
+    if (w) {
+      const auto b = w->pack(x.data(), x.size());
+      c.allreduce(comm_buffer<Comm>(b));
+      w->unpack(b, x.data());
+      return;
+    }
+  }
+  c.allreduce(comm_buffer<Comm>(x));
+}
+
 // A wire for communicator c, on its executor (device communicators) or the host.
 template <class Comm>
 std::unique_ptr<wire16<wire_exec_t<Comm>>> make_wire(Comm& c) {
