@@ -72,9 +72,9 @@ class Data:
         cut = int(n * 0.9)
         self.train, self.val, self.T = raw[:cut], raw[cut:], T
 
-    def batch(self, src, B, rng, whole):
+    def batch(self, src, B, rng, whole, T=None):
         xs, ys = [], []
-        L = self.T - 2
+        L = (T or self.T) - 2
         for _ in range(B):
             s = rng.randrange(len(src) - L)
             x, y = mask_seq([CLS] + list(src[s:s + L]) + [SEP], rng, whole)
@@ -151,6 +151,9 @@ def main():
     ap.add_argument("--stop-after-leave", type=int, default=150,
                     help="stop this many steps after the plateau is left")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--short-T", type=int, default=0,
+                    help="curriculum: train on windows of this length for the first --short-steps")
+    ap.add_argument("--short-steps", type=int, default=0)
     ap.add_argument("--val-n", type=int, default=32, help="sequences in the fixed validation set")
     a = ap.parse_args()
 
@@ -210,7 +213,8 @@ def main():
             break
         for g in opt.param_groups:
             g["lr"] = lr_at(step)
-        x, y = data.batch(data.train, a.B, rng, whole)
+        T_now = a.short_T if step < a.short_steps and a.short_T else a.T
+        x, y = data.batch(data.train, a.B, rng, whole, T_now)
         lg = model(x)
         loss = F.cross_entropy(lg.view(-1, V), y.view(-1), ignore_index=-100)
         opt.zero_grad(set_to_none=True)

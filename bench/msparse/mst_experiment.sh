@@ -8,6 +8,11 @@
 #   STEPS=300 MODEL=small OUT=/tmp/mst bench/msparse/mst_experiment.sh
 #   TRAIN_GPT=build/examples/gpt/train_gpt EXTRA="--dt 10" bench/msparse/mst_experiment.sh
 #   MODEL=bert-small STEPS=300 CONCURRENT=1 bench/msparse/mst_experiment.sh   # BERT, MLM
+#   MODEL=bert-small STEPS=3000 SHORT_BLOCK=32 SHORT_STEPS=2000 bench/msparse/mst_experiment.sh
+#
+# SHORT_BLOCK/SHORT_STEPS: a sequence-length curriculum (as BERT's pretraining): the first
+# SHORT_STEPS steps at --block SHORT_BLOCK, saved, then resumed at the model's length with
+# --resume-block (one schedule over STEPS; validation in the first part is at the short length).
 #
 # Static/SET/RigL run at a constant SPARSITY (default 0.9, ERK), MST at its default schedule
 # (dense -> 0.8 in 4 warm-up stages over the first 15%, 0.9 for the next 60%, back
@@ -28,6 +33,8 @@ DATA=${DATA:-$ROOT/data/kjv.txt}
 OUT=${OUT:-$ROOT/bench/msparse/mst_runs}
 METHODS=${METHODS:-"dense static set rigl mst"}
 EXTRA=${EXTRA:-}
+SHORT_BLOCK=${SHORT_BLOCK:-}
+SHORT_STEPS=${SHORT_STEPS:-0}
 MST_EXTRA=${MST_EXTRA:-}     # options for the mst run only (e.g. "--hsa-frac 0.5")
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 mkdir -p "$OUT"
@@ -36,6 +43,7 @@ mkdir -p "$OUT"
   echo "date: $(date -u)"
   echo "host: $(uname -srm), $(nproc --all) cores, load average: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "config: model $MODEL, steps $STEPS, sparsity $SPARSITY, eval every $EVAL_EVERY x $EVAL_BATCHES batches, threads $OMP_NUM_THREADS, extra '$EXTRA', mst extra '$MST_EXTRA'"
+  [ -n "$SHORT_BLOCK" ] && echo "curriculum: steps 0-$((SHORT_STEPS - 1)) at --block $SHORT_BLOCK, then the model's length"
 } > "$OUT/conditions.txt"
 run_method() {
   m=$1
@@ -45,11 +53,21 @@ run_method() {
   # process CPU time (user + sys) next to the wall time: it leaves out time spent waiting for
   # a core, so it is less sensitive to other load (mst_phases.py prints both)
   timer=""
-  [ -x /usr/bin/time ] && timer="/usr/bin/time -f %U+%S -o $OUT/$m.cpu"
+  [ -x /usr/bin/time ] && timer="/usr/bin/time -a -f %U+%S -o $OUT/$m.cpu"
+  rm -f "$OUT/$m.cpu" "$OUT/$m.jsonl"
+  if [ -n "$SHORT_BLOCK" ]; then
+    rm -rf "$OUT/ck_$m"
+    # shellcheck disable=SC2086
+    $timer "$TRAIN_GPT" --model "$MODEL" --steps "$STEPS" --eval-every "$EVAL_EVERY" --eval-batches "$EVAL_BATCHES" \
+        --data "$DATA" --sample 0 --sparsity "$m" --sparsity-target "$SPARSITY" --metrics "$OUT/$m.jsonl" $more \
+        --block "$SHORT_BLOCK" --stop-at "$SHORT_STEPS" --save "$OUT/ck_$m" > "$OUT/$m.short.log"
+    more="$more --resume $OUT/ck_$m --resume-block $SHORT_BLOCK"
+  fi
   # shellcheck disable=SC2086
   $timer "$TRAIN_GPT" --model "$MODEL" --steps "$STEPS" --eval-every "$EVAL_EVERY" --eval-batches "$EVAL_BATCHES" \
       --data "$DATA" --sample 0 --sparsity "$m" --sparsity-target "$SPARSITY" --metrics "$OUT/$m.jsonl" $more \
       > "$OUT/$m.log"
+  [ -z "$SHORT_BLOCK" ] || rm -rf "$OUT/ck_$m"  # the short part's checkpoint (tens of MB)
   t1=$(date +%s.%N)
   echo "$m $(echo "$t1 - $t0" | bc)" > "$OUT/$m.wall"
   grep '^summary' "$OUT/$m.log"

@@ -17,11 +17,14 @@ def load(path):
 
 
 def cpu_seconds(path):
-    """/usr/bin/time -f %U+%S output (user + sys seconds), or NaN."""
+    """/usr/bin/time -f %U+%S output (user + sys seconds; summed over the lines of a run in
+    several processes, e.g. a sequence-length curriculum), or NaN."""
     try:
-        last = open(path).read().split()[-1]
-        return sum(float(v) for v in last.split("+"))
-    except (OSError, ValueError, IndexError):
+        lines = [l for l in open(path).read().split() if "+" in l]
+        if not lines:
+            return float("nan")
+        return sum(sum(float(v) for v in l.split("+")) for l in lines)
+    except (OSError, ValueError):
         return float("nan")
 
 

@@ -340,10 +340,11 @@ class checkpointer {
     auto w = dog_.watch("checkpoint resume", 0);
     const int D = grid_.dp_size(), P = grid_.pp_size(), T = grid_.tp_size();
     const bool sparse = s.sparsity.active();
+    const bool grow = opt_.resume_block > 0;  // a set of a shorter --block: re-cut, its position table grown
     bool recut = false;
     auto names_of = [&](int dp, int pp, int tp) {
       std::vector<std::string> n;
-      recut = dp != D || pp != P || tp != T;
+      recut = grow || dp != D || pp != P || tp != T;
       if (!recut) {
         n.push_back("rank" + std::to_string(world_rank_) + ".ckpt");
         if (sparse) n.push_back("rank" + std::to_string(world_rank_) + ".sparse");
@@ -358,8 +359,8 @@ class checkpointer {
                                               "with --tp " + std::to_string(tp) + " (DP and PP may change)");
       if (has_residual && !opt_.reshard_reset_residuals)
         hcomm::fail(hcomm::errc::unsupported, "the set holds error-feedback residuals, which belong to one rank's ring chunks "
-                                              "and cannot be re-cut to another grid (--reshard-reset-residuals resumes with "
-                                              "them reset to zero)");
+                                              "and cannot be re-cut to another grid or --block (--reshard-reset-residuals "
+                                              "resumes with them reset to zero)");
       for (int st = 0; st < pp; ++st)
         for (int t = 0; t < tp; ++t) n.push_back("rank" + std::to_string(t + tp * dp * st) + ".ckpt");
       // sparse (same TP): the sparsity files of this TP shard on every old stage
@@ -377,7 +378,9 @@ class checkpointer {
       if (!path.ends_with("/rank" + std::to_string(m.rank) + ".ckpt"))
         hcomm::fail(hcomm::errc::mismatch, path + " is rank " + std::to_string(m.rank) + "'s file (a mixed set)");
     };
-    opened_set set = open_newest_set(opt_.resume, set_meta(0), opt_.reshard, names_of, check);
+    set_info expect = set_meta(0);
+    expect.fingerprint = fingerprint(saved_config());
+    opened_set set = open_newest_set(opt_.resume, expect, opt_.reshard, names_of, check);
     // Decode into scratch first so that a refusal leaves every rank untouched.
     std::vector<float> p(s.model.params.size()), m(p.size()), v(p.size()), res(p.size());
     checkpoint_meta got;
@@ -413,17 +416,27 @@ class checkpointer {
     s.cursor = got.cursor;
     s.rng = got.rng;
     last_saved_ = recut ? -1 : r.step;
-    s.sparsity.restore(r.step, std::move(sp));
-    if (recut && world_rank_ == 0 && !opt_.quiet)
+    s.sparsity.restore(r.step, std::move(sp), saved_config().block);
+    if (recut && world_rank_ == 0 && !opt_.quiet && (set.dp != D || set.pp != P || set.tp != T))
       std::printf("resharded checkpoint set %s from grid dp%d pp%d tp%d\n", set.dir.c_str(), set.dp, set.pp, set.tp);
+    if (grow && world_rank_ == 0 && !opt_.quiet)
+      std::printf("resumed checkpoint set %s of --block %d at --block %d%s\n", set.dir.c_str(), opt_.resume_block,
+                  cfg_.block, global_specs(cfg_).at(1).name == "wpe" ? " (position rows beyond it from initialisation)" : "");
     return r;
   }
 
  private:
-  std::string fingerprint() const {
-    std::string f = cfg_.fingerprint() + " scheme " + opt_.scheme;
-    if (opt_.sparsity.sparse()) f += " " + opt_.sparsity.describe(cfg_.steps);
+  std::string fingerprint(const config& c) const {
+    std::string f = c.fingerprint() + " scheme " + opt_.scheme;
+    if (opt_.sparsity.sparse()) f += " " + opt_.sparsity.describe(c.steps);
     return f;
+  }
+  std::string fingerprint() const { return fingerprint(cfg_); }
+  // The configuration that wrote the --resume set: this run's, at --resume-block's length.
+  config saved_config() const {
+    config c = cfg_;
+    if (opt_.resume_block > 0) c.block = opt_.resume_block;
+    return c;
   }
   template <class State>
   checkpoint_meta meta(std::int64_t steps_done, const State& s) const {
@@ -443,28 +456,32 @@ class checkpointer {
   // --reshard: the old grid's DP-replica-0 files (stage s, shard t in set.files[s * tp + t])
   // decoded, each tensor assembled whole from its old shards and cut for this rank's place.
   // Step, data cursor and RNG are global; parameters and Adam moments are per element.
+  // --resume-block: the position table, saved shorter, continues with the rows of its
+  // initial draw (params.hpp initial_values) and zero moments.
   template <class Model>
   checkpoint_meta recut_from(const opened_set& set, const Model& model, std::vector<float>& p, std::vector<float>& m,
                              std::vector<float>& v) const {
+    const config old = saved_config();
     const auto& specs = model.specs();
+    const auto old_specs = global_specs(old);
     std::vector<std::vector<float>> gp(specs.size()), gm(specs.size()), gv(specs.size());
     std::vector<char> have(specs.size(), 0);
     checkpoint_meta got;
     for (int s = 0; s < set.pp; ++s)
       for (int t = 0; t < set.tp; ++t) {
         const std::size_t i = static_cast<std::size_t>(s * set.tp + t);
-        const auto layout = stage_tensors(cfg_, {set.pp, s, set.tp, t});
+        const auto layout = stage_tensors(old, {set.pp, s, set.tp, t});
         const std::size_t n = layout.empty() ? 0 : static_cast<std::size_t>(layout.back().offset + layout.back().numel);
         std::vector<float> op(n), om(n), ov(n), ores(n);
         checkpoint_meta want;
-        want.fingerprint = fingerprint();
+        want.fingerprint = fingerprint(old);
         want.dp = set.dp; want.pp = set.pp; want.tp = set.tp;
         want.rank = t + set.tp * set.dp * s;
         got = decode_checkpoint(set.files[i], set.dir + "/" + set.names[i], want,
                                 {std::span<float>(op), std::span<float>(om), std::span<float>(ov), std::span<float>(ores)});
         for (const auto& lt : layout) {
           if (lt.tied_copy) continue;  // the first stage's wte is the same tensor
-          const auto& sp = specs[lt.global];
+          const auto& sp = old_specs[lt.global];
           for (auto* g : {&gp[lt.global], &gm[lt.global], &gv[lt.global]}) g->resize(static_cast<std::size_t>(sp.numel()));
           insert_shard(sp, op.data() + lt.offset, set.tp, t, gp[lt.global].data());
           insert_shard(sp, om.data() + lt.offset, set.tp, t, gm[lt.global].data());
@@ -475,6 +492,16 @@ class checkpointer {
     for (const auto& lt : model.tensors()) {
       if (!have[lt.global]) hcomm::fail(hcomm::errc::mismatch, "tensor " + specs[lt.global].name + " is in no file of the set");
       const auto& sp = specs[lt.global];
+      const std::size_t saved = gp[lt.global].size(), n = static_cast<std::size_t>(sp.numel());
+      if (saved != n) {  // the position table of a shorter --block: rows [old T, T) appended
+        if (sp.name != "wpe" || saved > n)
+          hcomm::fail(hcomm::errc::mismatch, "tensor " + sp.name + " has " + std::to_string(saved) + " values in the set, " +
+                                                 std::to_string(n) + " in this run");
+        const std::vector<float> init = initial_values(sp, lt.global, cfg_.seed);
+        gp[lt.global].insert(gp[lt.global].end(), init.begin() + static_cast<std::ptrdiff_t>(saved), init.end());
+        gm[lt.global].resize(n, 0.f);
+        gv[lt.global].resize(n, 0.f);
+      }
       extract_shard(sp, gp[lt.global].data(), grid_.tp_size(), grid_.tp_rank(), p.data() + lt.offset);
       extract_shard(sp, gm[lt.global].data(), grid_.tp_size(), grid_.tp_rank(), m.data() + lt.offset);
       extract_shard(sp, gv[lt.global].data(), grid_.tp_size(), grid_.tp_rank(), v.data() + lt.offset);

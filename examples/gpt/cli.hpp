@@ -255,7 +255,12 @@ inline void add_options(CLI::App& app, cli& c) {
   app.add_option("--resume", r.resume, "checkpoint directory: resume from its newest complete set")->group(G);
   app.add_flag("--reshard", r.reshard, "a set of another grid is re-cut for this one (dense sets)")->group(G);
   app.add_flag("--reshard-reset-residuals", r.reshard_reset_residuals,
-               "with --reshard: a set with error-feedback residuals resumes with them reset to zero")->group(G);
+               "with --reshard or --resume-block: a set with error-feedback residuals resumes with them reset to zero")
+      ->group(G);
+  int_opt(app, "--resume-block", r.resume_block, 1, 1 << 20,
+          "the --resume set was written at this shorter --block (a sequence-length curriculum): its position rows "
+          "are kept, the rows beyond start from their initialisation with zero AdamW moments")
+      ->default_str("")->group(G);
   G = "cpu";
   int_opt(app, "--threads", c.threads, 0, 4096,
           "OpenMP + OpenBLAS threads per rank (0: OMP_NUM_THREADS, else this rank's CPUs / the ranks sharing them)")
@@ -339,7 +344,14 @@ inline void check_cli(const cli& c) {
   if (c.run.reshard && c.run.resume.empty()) bad("--reshard needs --resume DIR");
   if (c.cfg.bf16 && s.method != "dense")
     bad("--precision bf16 trains dense models only (--sparsity " + s.method + " updates the weights outside the optimizer)");
-  if (c.run.reshard_reset_residuals && !c.run.reshard) bad("--reshard-reset-residuals needs --reshard");
+  if (c.run.reshard_reset_residuals && !c.run.reshard && c.run.resume_block == 0)
+    bad("--reshard-reset-residuals needs --reshard or --resume-block");
+  if (c.run.resume_block > 0 && c.run.resume.empty()) bad("--resume-block needs --resume DIR");
+  if (c.run.resume_block >= c.cfg.block)
+    bad("--resume-block " + std::to_string(c.run.resume_block) + " must be shorter than this run's --block " +
+        std::to_string(c.cfg.block) + " (a set of the same length resumes without it)");
+  if (c.cfg.is_bert() && c.run.resume_block > 0 && c.run.resume_block < 3)
+    bad("--resume-block: a BERT set has at least 3 positions ([CLS], one byte, [SEP])");
   if (c.run.overlap && s.sparse())
     bad("--overlap on: sparse runs (--sparsity " + s.method + ") reduce their packed DP gradients after backward, "
         "as one bucket; use --overlap off");

@@ -170,15 +170,11 @@ class basic_stage_model {
 
   // Same values on every grid: each global tensor is drawn from its own seeded stream.
   void init_params() {
-    std::vector<float> g, staged;
+    std::vector<float> staged;
     float* dst = host_target(staged);
     for (const auto& t : tensors_) {
       const auto& s = specs_[t.global];
-      g.assign(static_cast<std::size_t>(s.numel()), s.init_value);
-      if (s.init_std > 0.f) {
-        rng r{cfg_.seed * 1000003ull + static_cast<std::uint64_t>(t.global) * 7919ull};
-        for (auto& x : g) x = static_cast<float>(r.normal() * s.init_std);
-      }
+      const std::vector<float> g = initial_values(s, t.global, cfg_.seed);
       extract_shard(s, g.data(), place_.tp, place_.tp_rank, dst + t.offset);
     }
     if constexpr (!Ops::host_memory) be_.upload(params.data(), staged.data(), staged.size());

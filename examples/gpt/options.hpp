@@ -79,6 +79,7 @@ struct run_options {
   bool skip_nonfinite = false;  // NaN/Inf loss or gradient norm: skip the update (else stop)
   bool reshard = false;       // --resume a set of another grid, re-cut for this one
   bool reshard_reset_residuals = false;  // ... and drop its error-feedback residuals
+  int resume_block = 0;       // the --resume set's --block when shorter than this run's (0: the same)
   int sample = 64;            // bytes of text to sample at the end (0: none)
   std::string prompt = "And God said";
   std::string dump_tensors;   // directory for one step's communicated tensors (dump.hpp)

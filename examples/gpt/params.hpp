@@ -178,6 +178,18 @@ struct rng {
   }
 };
 
+// The initial values of global tensor `index`: its own seeded stream, so that every grid
+// draws the same, and a tensor's first k values do not depend on how many follow (a position
+// table grown at resume, checkpoint.hpp, continues the draw of a run started at that length).
+inline std::vector<float> initial_values(const param_spec& s, int index, std::uint64_t seed) {
+  std::vector<float> g(static_cast<std::size_t>(s.numel()), s.init_value);
+  if (s.init_std > 0.f) {
+    rng r{seed * 1000003ull + static_cast<std::uint64_t>(index) * 7919ull};
+    for (auto& x : g) x = static_cast<float>(r.normal() * s.init_std);
+  }
+  return g;
+}
+
 struct stage_place {
   int pp = 1, pp_rank = 0, tp = 1, tp_rank = 0;
 };

@@ -107,9 +107,7 @@ class basic_sparse_trainer final : public block_ops {
     adam_ = &adam;
     g_ = g;
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
-    const msparse::gpt_shape shape{static_cast<std::size_t>(c.layers), static_cast<std::size_t>(c.channels),
-                                   static_cast<std::size_t>(c.heads), static_cast<std::size_t>(c.block),
-                                   static_cast<std::size_t>(c.vocab), false, c.causal(), c.is_bert()};
+    const msparse::gpt_shape shape = shape_at(c.block);
     flops_ = msparse::flop_counter(shape, static_cast<std::size_t>(c.batch));
     auto layers = msparse::gpt_linear_layers(shape);  // h<b>.{attn.qkv, attn.out, mlp.fc, mlp.proj}, lm_head
     // local blocks of this stage, from the model's tensor list
@@ -266,14 +264,24 @@ class basic_sparse_trainer final : public block_ops {
   std::uint64_t checksum() const { return checksum_; }  // XOR over ranks of the DP-replica-0 masks
   int failures() const { return failures_; }
 
+  // The model's shape for FLOP counting, at sequence length T.
+  msparse::gpt_shape shape_at(int T) const {
+    return {static_cast<std::size_t>(cfg_.layers), static_cast<std::size_t>(cfg_.channels),
+            static_cast<std::size_t>(cfg_.heads), static_cast<std::size_t>(T), static_cast<std::size_t>(cfg_.vocab),
+            false, cfg_.causal(), cfg_.is_bert()};
+  }
+
   // ---- state, for checkpoints (checkpoint.hpp) --------------------------------------------
   const msparse::flop_counter& flops() const { return flops_; }
   // After the parameters were loaded at `step`: a saved topology and FLOP totals (sparse), or
-  // for a dense run the cumulative FLOPs recounted (every step is the same).
-  void restore(std::int64_t step, std::optional<sparse_state> saved) {
+  // for a dense run the cumulative FLOPs recounted (every step is the same; at the set's
+  // sequence length `saved_block`, shorter than this run's after --resume-block).
+  void restore(std::int64_t step, std::optional<sparse_state> saved, int saved_block) {
     step_ = step;
     if (!active()) {
-      for (std::int64_t s = 0; s < step; ++s) flops_.step(densities_, 1.0, false);
+      msparse::flop_counter before(shape_at(saved_block), static_cast<std::size_t>(cfg_.batch));
+      for (std::int64_t s = 0; s < step; ++s) before.step(densities_, 1.0, false);
+      flops_.continue_from(before);
       return;
     }
     if (!saved) return;

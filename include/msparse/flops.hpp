@@ -127,6 +127,12 @@ class flop_counter {
   const step_flops& total() const noexcept { return total_; }
   std::uint64_t steps() const noexcept { return steps_; }
 
+  // Continue from another counter's totals (a run resumed at another shape, e.g. a longer T).
+  void continue_from(const flop_counter& other) noexcept {
+    total_ = other.total_;
+    steps_ = other.steps_;
+  }
+
   // Totals in checkpoints, so that a resumed run's cumulative counts continue.
   void save(byte_writer& out) const {
     out.put<std::uint64_t>(steps_);
