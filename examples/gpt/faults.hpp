@@ -14,6 +14,8 @@
 //                                    a GPU out of memory on one rank
 //   GPT_FAULT_ALLOC_WIRE=RANK        RANK's staging for the 16-bit wire (--precision bf16)
 //                                    cannot be allocated (std::bad_alloc)
+//   GPT_FAULT_ALLOC_SAVE=RANK[:STEP] RANK cannot allocate --zero 1's whole optimizer state for
+//                                    the save after STEP (std::bad_alloc)
 //   GPT_FAULT_BLAS_FALLBACK=1        OpenBLAS's kernels are taken for its SSE fallback, as on a
 //                                    CPU it does not know (read by openblas_core.hpp)
 #pragma once
@@ -55,5 +57,6 @@ inline const spec& unshared() { static const spec f = read("GPT_FAULT_UNSHARED")
 inline const spec& hang() { static const spec f = read("GPT_FAULT_HANG"); return f; }
 inline const spec& alloc() { static const spec f = read("GPT_FAULT_ALLOC"); return f; }
 inline const spec& alloc_wire() { static const spec f = read("GPT_FAULT_ALLOC_WIRE"); return f; }
+inline const spec& alloc_save() { static const spec f = read("GPT_FAULT_ALLOC_SAVE"); return f; }
 
 }  // namespace gpt::faults

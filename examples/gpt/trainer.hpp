@@ -965,7 +965,12 @@ class trainer {
     adam_type whole;
     {
       auto w = dog_.watch("checkpoint save (ZeRO's all-gather of the optimizer state)", steps_done);
-      if (!allocated([&] { whole = zero_->whole(model_); }, "cannot save checkpoint set at step " +
+      if (!allocated(
+              [&] {
+                if (faults::alloc_save().at(world_rank_, steps_done)) throw std::bad_alloc();
+                whole = zero_->whole(model_);
+              },
+              "cannot save checkpoint set at step " +
                                                              std::to_string(steps_done) + ": its whole optimizer state: "))
         return;
       dp_after_compute();
