@@ -2,7 +2,7 @@
 # bench/msparse/mst_experiment.sh: Mixed Sparsity Training against its baselines in train_gpt,
 # same model, data, steps and tokens: dense, static sparse, SET, RigL, MST. Writes one
 # metrics file per method, a summary table (final validation loss, training FLOPs actual
-# and dense-equivalent, wall time) and a plot.
+# and dense-equivalent, wall time) and plots (every curve; validation against FLOPs).
 #
 #   bench/msparse/mst_experiment.sh                      # small model, 150 steps, 1 rank, 1 thread
 #   STEPS=300 MODEL=small OUT=/tmp/mst bench/msparse/mst_experiment.sh
@@ -91,3 +91,4 @@ files=""
 for m in $METHODS; do files="$files $OUT/$m.jsonl"; done
 # shellcheck disable=SC2086
 /usr/bin/python3 "$ROOT/scripts/plot_metrics.py" $files -o "$OUT/mst_experiment.png" || echo "(no plot: matplotlib missing?)"
+/usr/bin/python3 "$ROOT/bench/msparse/mst_val_plot.py" "$OUT" || echo "(no validation plot: matplotlib missing?)"
