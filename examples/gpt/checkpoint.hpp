@@ -421,7 +421,7 @@ class checkpointer {
       std::printf("resharded checkpoint set %s from grid dp%d pp%d tp%d\n", set.dir.c_str(), set.dp, set.pp, set.tp);
     if (grow && world_rank_ == 0 && !opt_.quiet)
       std::printf("resumed checkpoint set %s of --block %d at --block %d%s\n", set.dir.c_str(), opt_.resume_block,
-                  cfg_.block, global_specs(cfg_).at(1).name == "wpe" ? " (position rows beyond it from initialisation)" : "");
+                  cfg_.block, cfg_.arch == arch_kind::neox ? "" : " (position rows beyond it from initialisation)");
     return r;
   }
 
