@@ -64,7 +64,9 @@
 #                  (the machine's, kit/py/reference_gpt.py: the same model) fp32 with TF32
 #                  off and bf16 autocast, its fused attention (SDPA), eager, then
 #                  torch.compile'd (at most 80 s) if 150 s of the budget are left; a table
-#                  in summary.md
+#                  in summary.md; then where the time goes: train_gpt bf16 --kernel-times (5
+#                  steps, CUDA events per kernel) and PyTorch bf16 --profile 3 (torch.profiler),
+#                  both tables in summary.md
 #   3 device-collectives  2 ranks sharing the GPU: comm_test_device_transports (every
 #                  collective on exec::cuda over mpi_staged, and mpi_device where MPI is
 #                  CUDA-aware, bitwise against the host context)
@@ -384,6 +386,16 @@ finish() {
       echo "|---|---|---|---:|---:|---:|"
       echo "$tt" | json_table impl precision attention ms tokens_per_s tflops 2>/dev/null || echo "$tt"
     fi
+    local kt
+    for kt in "$WORK/kernels-train_gpt.txt" "$WORK/kernels-pytorch.txt"; do
+      [ -s "$kt" ] || continue
+      echo
+      echo "$(basename "$kt" .txt), gpt2-124m bf16:"
+      echo
+      echo '```'
+      cat "$kt"
+      echo '```'
+    done
     echo
     echo "status: $([ $status -eq 0 ] && echo pass || echo fail), $(($(date +%s) - START)) s"
   } >"$OUT_DIR/summary.md"
@@ -678,13 +690,22 @@ print(json.dumps({"impl": "train_gpt --device cuda", "precision": sys.argv[2], "
                   "ms": round(ms, 2), "tokens_per_s": round(8 * 1024 / ms * 1e3), "tflops": round(fl / ms / 1e9, 1)}))
 PY
   done
-  pt() {  # pt PRECISION [--compile]: PyTorch's line as JSON
+  # where the bf16 step's time goes: a short run with every kernel timed by CUDA events (apart
+  # from the runs above: the events add a little host work per kernel)
+  # shellcheck disable=SC2086
+  kit_env mpirun -np 1 --allow-run-as-root --bind-to none "$BIN/train_gpt" ${M/--steps 10/--steps 5} --device cuda \
+      --precision bf16 --kernel-times >"$d/kernels-train_gpt.out" 2>&1 || rc=1
+  cat "$d/kernels-train_gpt.out"
+  sed -n '/^kernel times/,/^  step /p' "$d/kernels-train_gpt.out" >"$WORK/kernels-train_gpt.txt"
+  pt() {  # pt PRECISION [--compile|--profile N]: PyTorch's line as JSON
     local out
     out=$(${PT_TIMEOUT:+timeout "$PT_TIMEOUT"} python3 "$KIT/py/reference_gpt.py" --bench --model gpt2-124m \
           --device cuda --sdpa --steps 10 --data "$KIT/data/corpus.txt" --precision "$@" 2>&1) ||
       { echo "$out" | tail -5; return 1; }
-    echo "$out" | tail -1
-    echo "$out" | tail -1 | python3 -c '
+    echo "$out" | grep '^pytorch kernel times' -A 40 >"$WORK/kernels-pytorch.txt" ||
+      rm -f "$WORK/kernels-pytorch.txt"
+    echo "$out" | grep '^pytorch '
+    echo "$out" | grep '^pytorch [0-9]' | python3 -c '
 import json, re, sys
 l = sys.stdin.read()
 ms = float(re.search(r"median ms/step ([0-9.]+)", l).group(1))
@@ -693,7 +714,7 @@ print(json.dumps({"impl": "PyTorch " + l.split()[1] + (" compiled" if "compile=y
                   "ms": ms, "tokens_per_s": round(8 * 1024 / ms * 1e3)}))'
   }
   pt fp32 || rc=1
-  pt bf16 || rc=1
+  pt bf16 --profile 3 || rc=1  # then 3 steps under torch.profiler: its kernel times
   # torch.compile's warm-up is long: at most 80 s, and its failure is reported, not the stage's
   if [ "$(left)" -gt 150 ]; then PT_TIMEOUT=80 pt bf16 --compile || echo "torch.compile: failed or over 80 s"
   else echo "torch.compile: not run (less than 150 s of the budget left)"; fi

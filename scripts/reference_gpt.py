@@ -6,6 +6,7 @@ tensor by tensor (so CI needs no PyTorch).
     /usr/bin/python3 scripts/reference_gpt.py --out tests/model/data
     /usr/bin/python3 scripts/reference_gpt.py --bench --model small --threads 1   # ms/step
     python3 scripts/reference_gpt.py --bench --model gpt2-124m --device cuda --precision bf16 --sdpa
+    python3 scripts/reference_gpt.py --bench --model tiny --steps 4 --profile 2   # + kernel times
         # the GPU anchor of scripts/gpu-check.sh: bf16 autocast, PyTorch's fused attention
 
 Debug state layout (little endian):
@@ -289,6 +290,47 @@ def bench(args):
     print(f"pytorch {torch.__version__} arch={args.arch} model={args.model} {where} precision={args.precision} "
           f"attention={'sdpa' if args.sdpa else 'explicit'} compile={'yes' if args.compile else 'no'} "
           f"median ms/step {steady * 1e3:.2f} tokens/s {B * T / steady:.0f} final loss {loss:.4f}")
+    if args.profile > 0:
+        def step_at(s):
+            i = (s % batches) * B * T
+            x = torch.stack([data[i + b * T: i + b * T + T] for b in range(B)]).to(dev)
+            y = torch.stack([data[i + b * T + 1: i + b * T + T + 1] for b in range(B)]).to(dev)
+            return train_step(fwd, opt, cfg, s, x, y, autocast)
+        profile_steps(args.profile, step_at, args.steps, dev)
+
+
+def profile_steps(n, step_at, first, dev):
+    """Kernel times of n more steps under torch.profiler: per step, largest first (CUDA: each
+    kernel's device time; CPU: each operator's own CPU time), then what they leave of the step."""
+    from torch.profiler import ProfilerActivity, profile
+    cuda = dev.type == "cuda"
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with profile(activities=acts) as prof:
+        t0 = time.perf_counter()
+        for s in range(first, first + n):
+            step_at(s)  # .item() inside: the step is done on return
+        wall_ms = (time.perf_counter() - t0) * 1e3 / n
+    rows = []
+    for e in prof.key_averages():
+        us = (getattr(e, "self_device_time_total", None) if cuda else None)
+        if cuda and us is None:
+            us = getattr(e, "self_cuda_time_total", 0)
+        if not cuda:
+            us = e.self_cpu_time_total
+        if us and us > 0:
+            rows.append((e.key, e.count / n, us / 1e3 / n))
+    rows.sort(key=lambda r: -r[2])
+    total = sum(r[2] for r in rows)
+    src = "torch.profiler, device time of each kernel" if cuda else "torch.profiler, own CPU time of each operator"
+    print(f"pytorch kernel times, per step over {n} step(s) ({src}):")
+    print(f"  {'kernel':<60} {'calls':>8} {'ms':>10} {'of step':>8}")
+    for name, calls, ms in rows[:20]:
+        print(f"  {name[:60]:<60} {calls:8.1f} {ms:10.3f} {100 * ms / wall_ms:7.1f}%")
+    if len(rows) > 20:
+        rest = sum(r[2] for r in rows[20:])
+        print(f"  {'(' + str(len(rows) - 20) + ' more)':<60} {'':>8} {rest:10.3f} {100 * rest / wall_ms:7.1f}%")
+    print(f"  {'all kernels':<60} {'':>8} {total:10.3f} {100 * total / wall_ms:7.1f}%")
+    print(f"  {'step (wall, profiled)':<60} {'':>8} {wall_ms:10.3f} {100.0:7.1f}%")
 
 
 def main():
@@ -304,6 +346,8 @@ def main():
     ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"), help="--bench: bf16 = autocast to bfloat16")
     ap.add_argument("--sdpa", action="store_true", help="--bench: F.scaled_dot_product_attention (PyTorch 2)")
     ap.add_argument("--compile", action="store_true", help="--bench: torch.compile the model (PyTorch 2)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="--bench: then N more steps under torch.profiler, kernel times per step printed")
     args = ap.parse_args()
     if args.bench:
         bench(args)

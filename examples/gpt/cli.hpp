@@ -235,6 +235,10 @@ inline void add_options(CLI::App& app, cli& c) {
   app.add_option("--metrics", r.metrics, "JSON lines of per-step metrics (rank 0)")->group(G);
   app.add_option("--losses-out", r.losses_out, "'step loss' lines with 17 digits")->group(G);
   app.add_flag("--quiet", r.quiet, "no per-step lines")->group(G);
+  app.add_flag("--kernel-times", r.kernel_times,
+               "time each kernel and GEMM of the model's backend (CUDA events on cuda) and print rank 0's time per "
+               "step by kernel at the end (from the run's second step on)")
+      ->group(G);
   int_opt(app, "--sample", r.sample, 0, 1 << 20, "bytes of text to sample at the end")->group(G);
   app.add_option("--prompt", r.prompt, "prompt of the sample")->capture_default_str()->group(G);
   app.add_option("--expect-losses", r.expect_losses, "compare with a --losses-out file (exit 1 on mismatch)")->group(G);

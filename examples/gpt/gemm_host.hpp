@@ -4,21 +4,55 @@
 //
 //   gpt::host_gemm{}(false, true, M, N, K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
 //   // C[M,N] = alpha op(A) op(B) + beta C, row-major; op transposes when its flag is set
+//   gpt::host_gemm g;  g.use_bf16();    // --precision bf16: bfloat16 operands, fp32 accumulation
+//
+// bf16: A and B are rounded to bfloat16 (nearest, ties to even) into scratch copies before
+// the product, so the result is what a tensor-core GEMM with bf16 inputs and fp32
+// accumulation computes (gemm_cublas.hpp's bf16 mode), up to the order of the sums. The
+// operands that are bf16 values already (the weights of a bf16 run) are unchanged by it.
 #pragma once
 #include <cblas.h>
 
+#include <array>
 #include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "hcomm/core/bfloat16.hpp"
 
 namespace gpt {
 
+// The elements a row-major operand of `rows` rows of `cols` with leading dimension ld spans.
+inline std::size_t operand_span(std::ptrdiff_t rows, std::ptrdiff_t cols, std::ptrdiff_t ld) {
+  return rows > 0 && cols > 0 ? static_cast<std::size_t>((rows - 1) * ld + cols) : 0;
+}
+
 struct host_gemm {
   static constexpr const char* name = "OpenBLAS sgemm";
+  bool bf16 = false;  // round A and B to bfloat16 first (see above)
+  void use_bf16() { bf16 = true; }
+
   void operator()(bool trans_a, bool trans_b, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha,
                   const float* A, std::ptrdiff_t lda, const float* B, std::ptrdiff_t ldb, float beta, float* C,
                   std::ptrdiff_t ldc) const {
+    if (bf16) {
+      A = rounded(0, A, operand_span(trans_a ? K : M, trans_a ? M : K, lda));
+      B = rounded(1, B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb));
+    }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B,
                 static_cast<int>(ldb), beta, C, static_cast<int>(ldc));
+  }
+
+ private:
+  // The two rounded operands, grown as needed (shared by copies; one thread at a time).
+  std::shared_ptr<std::array<std::vector<float>, 2>> scratch_ = std::make_shared<std::array<std::vector<float>, 2>>();
+
+  const float* rounded(int which, const float* x, std::size_t n) const {
+    std::vector<float>& r = (*scratch_)[static_cast<std::size_t>(which)];
+    if (r.size() < n) r.resize(n);
+    for (std::size_t i = 0; i < n; ++i) r[i] = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(x[i]));
+    return r.data();
   }
 };
 

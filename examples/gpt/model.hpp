@@ -105,6 +105,7 @@ class basic_stage_model {
     nh_ = c.heads / tp; hd_ = c.head_dim(); Cl_ = nh_ * hd_; Hl_ = c.hidden() / tp; Vl_ = c.vocab / tp;
     rot_ = c.rot_dim();
     causal_ = c.causal();
+    if (c.bf16) be_.bf16_gemms();  // bfloat16 GEMM operands, fp32 accumulation
 
     tensors_ = stage_tensors(c, place);
     const std::int64_t off = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().numel;

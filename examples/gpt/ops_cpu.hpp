@@ -27,9 +27,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "gemm_host.hpp"
 #include "hcomm/exec/threads.hpp"
+#include "kernel_clock.hpp"
 #include "kernels.hpp"
 #include "portable/adamw.hpp"
 
@@ -41,6 +44,13 @@ struct cpu_ops {
   static constexpr bool host_memory = true, host_accessible = true;
   template <class T>
   using array = std::vector<T>;
+
+  // --kernel-times: the calls below are timed from here on (kernel_clock.hpp; GEMMs with
+  // their bias); copies of the backend share the clock.
+  void time_kernels() const { clock_->c = std::make_unique<host_kernel_clock>(); }
+  host_kernel_clock* kernel_clock() const { return clock_->c.get(); }
+  // --precision bf16: the GEMMs take bfloat16 operands, fp32 accumulation (gemm_host.hpp).
+  void bf16_gemms() { gemm_.use_bf16(); }
 
   template <class T>
   array<T> make_array(std::size_t n) const {
@@ -61,57 +71,98 @@ struct cpu_ops {
   // One tensor's AdamW step (portable/adamw.hpp's arithmetic); rounded: see there.
   void adamw_update(float* p, float* m, float* v, const float* g, idx n, const portable::adamw_update::coeffs& c,
                     float* rounded) const {
+    const auto timed = tick("adamw");
     const portable::adamw_update u{p, m, v, g, c, rounded};
 #pragma omp parallel for if (n > k::par_min) num_threads(hcomm::exec::default_threads())
     for (idx i = 0; i < n; ++i) u(static_cast<std::size_t>(i));
   }
   double sum_squares(const float* g, idx n) const {
+    const auto timed = tick("grad_norm");
     double a = 0.0;
     for (idx i = 0; i < n; ++i) a += static_cast<double>(g[i]) * g[i];
     return a;
   }
   void scale(float* x, idx n, float f) const {
+    const auto timed = tick("scale");
     for (idx i = 0; i < n; ++i) x[i] *= f;
   }
 
-  void fill(float* x, idx n, float v) const { std::fill(x, x + n, v); }
+  void fill(float* x, idx n, float v) const {
+    const auto timed = tick("fill");
+    std::fill(x, x + n, v);
+  }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b, idx N,
                          idx C) const {
+    const auto timed = tick("layernorm_fwd");
     k::layernorm_forward(out, mean, rstd, x, w, b, N, C);
   }
   void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
                           const float* mean, const float* rstd, idx N, idx C) const {
+    const auto timed = tick("layernorm_bwd");
     k::layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, N, C);
   }
   void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC) const {
-    k::matmul_forward(out, x, W, bias, N, C, OC);
+    const auto timed = tick("gemm_fwd");
+    if (!gemm_.bf16) return k::matmul_forward(out, x, W, bias, N, C, OC);
+    gemm_(false, true, N, OC, C, 1.f, x, C, W, C, 0.f, out, OC);
+    if (bias) k::add_bias_rows(out, bias, N, OC);
   }
   void matmul_backward(float* dx, float* dW, float* dbias, const float* dout, const float* x, const float* W, idx N,
                        idx C, idx OC, bool accumulate_dx) const {
-    k::matmul_backward(dx, dW, dbias, dout, x, W, N, C, OC, accumulate_dx);
+    const auto timed = tick("gemm_bwd");
+    if (!gemm_.bf16) return k::matmul_backward(dx, dW, dbias, dout, x, W, N, C, OC, accumulate_dx);
+    if (dx) gemm_(false, false, N, C, OC, 1.f, dout, OC, W, C, accumulate_dx ? 1.f : 0.f, dx, C);
+    gemm_(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C);
+    if (dbias) k::column_sums_add(dbias, dout, N, OC);
   }
-  void gelu_forward(float* out, const float* x, idx n) const { k::gelu_forward(out, x, n); }
-  void gelu_backward(float* dx, const float* x, const float* dout, idx n) const { k::gelu_backward(dx, x, dout, n); }
+  void gelu_forward(float* out, const float* x, idx n) const {
+    const auto timed = tick("gelu_fwd");
+    k::gelu_forward(out, x, n);
+  }
+  void gelu_backward(float* dx, const float* x, const float* dout, idx n) const {
+    const auto timed = tick("gelu_bwd");
+    k::gelu_backward(dx, x, dout, n);
+  }
   void rotary_apply(float* qkv, const float* cos_t, const float* sin_t, idx N, idx T, idx nh, idx hd, idx rot,
                     bool inverse) const {
+    if (rot <= 0) return;  // GPT-2: no rotary (not a kernel to time)
+    const auto timed = tick("rotary");
     k::rotary_apply(qkv, cos_t, sin_t, N, T, nh, hd, rot, inverse);
   }
   void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd, bool causal) const {
+    const auto timed = tick("attention_fwd");
     k::attention_forward(out, att, qkv, B, T, nh, hd, causal);
   }
   // scratch: T * T floats.
   void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, float* att,
                           const float* /*out*/, idx B, idx T, idx nh, idx hd, bool causal) const {
+    const auto timed = tick("attention_bwd");
     k::attention_backward(dqkv, scratch, dout, qkv, att, B, T, nh, hd, causal);
   }
-  void residual_forward(float* out, const float* a, const float* b, idx n) const { k::residual_forward(out, a, b, n); }
-  void add_inplace(float* out, const float* a, idx n) const { k::add_inplace(out, a, n); }
-  void add_bias_rows(float* out, const float* bias, idx N, idx C) const { k::add_bias_rows(out, bias, N, C); }
-  void column_sums_add(float* acc, const float* d, idx N, idx C) const { k::column_sums_add(acc, d, N, C); }
-  void round_bf16(float* x, idx n) const { k::round_bf16(x, n); }
+  void residual_forward(float* out, const float* a, const float* b, idx n) const {
+    const auto timed = tick("residual");
+    k::residual_forward(out, a, b, n);
+  }
+  void add_inplace(float* out, const float* a, idx n) const {
+    const auto timed = tick("residual");
+    k::add_inplace(out, a, n);
+  }
+  void add_bias_rows(float* out, const float* bias, idx N, idx C) const {
+    const auto timed = tick("bias_fwd");
+    k::add_bias_rows(out, bias, N, C);
+  }
+  void column_sums_add(float* acc, const float* d, idx N, idx C) const {
+    const auto timed = tick("bias_bwd");
+    k::column_sums_add(acc, d, N, C);
+  }
+  void round_bf16(float* x, idx n) const {
+    const auto timed = tick("round_bf16");
+    k::round_bf16(x, n);
+  }
 
   // x[n, :] = wte[tokens[n] - v0, :] for the tokens of this vocabulary shard [v0, v0 + Vl), else 0.
   void embed_tokens(float* x, const int* tokens, const float* wte, idx N, idx C, idx v0, idx Vl) const {
+    const auto timed = tick("embedding_fwd");
 #pragma omp parallel for if (N * C > k::par_min) num_threads(hcomm::exec::default_threads())
     for (idx n = 0; n < N; ++n) {
       const idx v = tokens[n] - v0;
@@ -124,12 +175,14 @@ struct cpu_ops {
   }
   // x[n, :] += wpe[n % T, :].
   void add_positions(float* x, const float* wpe, idx N, idx T, idx C) const {
+    const auto timed = tick("embedding_fwd");
 #pragma omp parallel for if (N * C > k::par_min) num_threads(hcomm::exec::default_threads())
     for (idx n = 0; n < N; ++n)
       for (idx c = 0; c < C; ++c) x[n * C + c] += wpe[(n % T) * C + c];
   }
   // dwte[tokens[n] - v0, :] += d[n, :] over the rows in order.
   void embed_tokens_backward(float* dwte, const float* d, const int* tokens, idx N, idx C, idx v0, idx Vl) const {
+    const auto timed = tick("embedding_bwd");
     // Serial over rows: several rows may hit the same token (a parallel loop would race).
     for (idx n = 0; n < N; ++n) {
       const idx v = tokens[n] - v0;
@@ -139,6 +192,7 @@ struct cpu_ops {
   }
   // dwpe[t, :] += d[s T + t, :] over the sequences s in order.
   void add_positions_backward(float* dwpe, const float* d, idx N, idx T, idx C) const {
+    const auto timed = tick("embedding_bwd");
 #pragma omp parallel for if (N * C > k::par_min) num_threads(hcomm::exec::default_threads())
     for (idx c = 0; c < C; ++c)
       for (idx n = 0; n < N; ++n) dwpe[(n % T) * C + c] += d[n * C + c];
@@ -149,6 +203,7 @@ struct cpu_ops {
   // sums[N + n] = the target's logit where this shard holds it (else 0), 1 and 0 for rows
   // with targets < 0 (not predicted); then z = (softmax - onehot) * scale, 0 on those rows.
   void ce_row_max(float* mx, const float* z, idx N, idx V) const {
+    const auto timed = tick("cross_entropy");
 #pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
     for (idx n = 0; n < N; ++n) {
       float m = z[n * V];
@@ -157,6 +212,7 @@ struct cpu_ops {
     }
   }
   void ce_sums(float* sums, const float* z, const float* mx, const int* targets, idx N, idx V, idx v0) const {
+    const auto timed = tick("cross_entropy");
 #pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
     for (idx n = 0; n < N; ++n) {
       if (targets[n] < 0) {
@@ -173,6 +229,7 @@ struct cpu_ops {
   }
   void ce_grad(float* z, const float* mx, const float* sums, const int* targets, idx N, idx V, idx v0,
                float scale) const {
+    const auto timed = tick("cross_entropy");
 #pragma omp parallel for if (N * V > k::par_min) num_threads(hcomm::exec::default_threads())
     for (idx n = 0; n < N; ++n) {
       if (targets[n] < 0) {
@@ -186,6 +243,18 @@ struct cpu_ops {
         z[n * V + v] = (pr - (v == t ? 1.f : 0.f)) * scale;
       }
     }
+  }
+
+ private:
+  host_gemm gemm_;  // the bf16 GEMMs (fp32 ones are kernels.hpp's)
+  struct clock_slot {
+    std::unique_ptr<host_kernel_clock> c;  // --kernel-times; null: not timed
+  };
+  std::shared_ptr<clock_slot> clock_ = std::make_shared<clock_slot>();
+
+  host_kernel_clock::scope tick(const char* name) const {
+    if (!clock_->c) return {};
+    return clock_->c->time(name);
   }
 };
 

@@ -18,14 +18,17 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "device_array.hpp"
 #include "gemm_host.hpp"
 #include "hcomm/core/error.hpp"
+#include "kernel_clock.hpp"
 #include "portable/adamw.hpp"
 #include "portable/attention.hpp"
 #include "portable/cross_entropy.hpp"
@@ -46,7 +49,8 @@ constexpr bool memory_on_host() {
   else return !Exec::is_device;
 }
 
-template <class Exec, class Gemm = host_gemm>
+// Clock: kernel_clock.hpp's host_kernel_clock, or kernel_clock_cuda.hpp's on a CUDA stream.
+template <class Exec, class Gemm = host_gemm, class Clock = host_kernel_clock>
 struct portable_ops {
   using idx = std::ptrdiff_t;
   static constexpr const char* name = "portable";
@@ -65,6 +69,19 @@ struct portable_ops {
 
   static std::size_t z(idx n) { return static_cast<std::size_t>(n); }
   static int i32(idx n) { return static_cast<int>(n); }
+
+  // --kernel-times: the calls below are timed from here on (kernel_clock.hpp); copies of the
+  // backend share the clock.
+  void time_kernels() const {
+    if constexpr (std::is_constructible_v<Clock, std::function<void()>>)
+      clock_->c = std::make_unique<Clock>([e = ex] { e.synchronize(); });
+    else
+      clock_->c = std::make_unique<Clock>(ex.stream());
+  }
+  Clock* kernel_clock() const { return clock_->c.get(); }
+  // --precision bf16: the GEMMs take bfloat16 operands, fp32 accumulation (the Gemm's bf16
+  // mode: gemm_host.hpp rounds them, gemm_cublas.hpp runs tensor cores).
+  void bf16_gemms() { gemm.use_bf16(); }
 
   // ---- memory ----
   template <class T>
@@ -86,6 +103,7 @@ struct portable_ops {
   }
   void adamw_update(float* p, float* m, float* v, const float* g, idx n, const portable::adamw_update::coeffs& k,
                     float* rounded) const {
+    const auto timed = tick("adamw");
     ex.for_each(z(n), portable::adamw_update{p, m, v, g, k, rounded});
   }
   // sum of g[i]^2 in double (grad_norm.hpp's fixed order), on the host when it returns
@@ -104,6 +122,7 @@ struct portable_ops {
       std::fill(out, out + ranges.size(), 0.0);
       return;
     }
+    const auto timed = tick("grad_norm");
     scratch& s = *scratch_;
     if (s.partial.size() < chunks) s.partial = make_array<double>(chunks);
     if (s.total.size() < ranges.size()) s.total = make_array<double>(ranges.size());
@@ -120,48 +139,69 @@ struct portable_ops {
     for (std::size_t i = 0; i < ranges.size(); ++i)
       if (ranges[i].second <= 0) out[i] = 0.0;
   }
-  void scale(float* x, idx n, float f) const { ex.for_each(z(n), portable::scale{x, f}); }
+  void scale(float* x, idx n, float f) const {
+    const auto timed = tick("scale");
+    ex.for_each(z(n), portable::scale{x, f});
+  }
 
-  void fill(float* x, idx n, float v) const { ex.for_each(z(n), portable::fill{x, v}); }
+  void fill(float* x, idx n, float v) const {
+    const auto timed = tick("fill");
+    ex.for_each(z(n), portable::fill{x, v});
+  }
   void layernorm_forward(float* out, float* mean, float* rstd, const float* x, const float* w, const float* b, idx N,
                          idx C) const {
+    const auto timed = tick("layernorm_fwd");
     ex.launch(z(N), row_team, portable::layernorm_forward{out, mean, rstd, x, w, b, i32(C)});
   }
   void layernorm_backward(float* dx, float* dw, float* db, const float* dout, const float* x, const float* w,
                           const float* mean, const float* rstd, idx N, idx C) const {
+    const auto timed = tick("layernorm_bwd");
     ex.launch(z(N), row_team, portable::layernorm_backward_input{dx, dout, x, w, mean, rstd, i32(C)});
     ex.for_each(z(C), portable::layernorm_backward_params{dw, db, dout, x, mean, rstd, i32(N), i32(C)});
   }
   // out[N,OC] = x[N,C] W[OC,C]^T + bias
   void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC) const {
-    gemm(false, true, N, OC, C, 1.f, x, C, W, C, 0.f, out, OC);
-    if (bias) ex.for_each(z(N * OC), portable::add_bias_rows{out, bias, i32(OC)});
+    {
+      const auto timed = tick("gemm_fwd");
+      gemm(false, true, N, OC, C, 1.f, x, C, W, C, 0.f, out, OC);
+    }
+    if (bias) add_bias_rows(out, bias, N, OC);
   }
   // dx (+= or =) dout W; dW += dout^T x; dbias += column sums of dout
   void matmul_backward(float* dx, float* dW, float* dbias, const float* dout, const float* x, const float* W, idx N,
                        idx C, idx OC, bool accumulate_dx) const {
-    if (dx) gemm(false, false, N, C, OC, 1.f, dout, OC, W, C, accumulate_dx ? 1.f : 0.f, dx, C);
-    gemm(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C);
+    {
+      const auto timed = tick("gemm_bwd");
+      if (dx) gemm(false, false, N, C, OC, 1.f, dout, OC, W, C, accumulate_dx ? 1.f : 0.f, dx, C);
+      gemm(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C);
+    }
     if (dbias) column_sums_add(dbias, dout, N, OC);
   }
-  void gelu_forward(float* out, const float* x, idx n) const { ex.for_each(z(n), portable::gelu_forward{out, x}); }
+  void gelu_forward(float* out, const float* x, idx n) const {
+    const auto timed = tick("gelu_fwd");
+    ex.for_each(z(n), portable::gelu_forward{out, x});
+  }
   void gelu_backward(float* dx, const float* x, const float* dout, idx n) const {
+    const auto timed = tick("gelu_bwd");
     ex.for_each(z(n), portable::gelu_backward{dx, x, dout});
   }
   void rotary_apply(float* qkv, const float* cos_t, const float* sin_t, idx N, idx T, idx nh, idx hd, idx rot,
                     bool inverse) const {
     if (rot <= 0) return;
+    const auto timed = tick("rotary");
     ex.for_each(portable::rotary::size(z(N), i32(nh), i32(rot)),
                 portable::rotary{qkv, cos_t, sin_t, i32(T), i32(nh), i32(hd), i32(rot), inverse});
   }
   void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd, bool causal) const {
     check_attention(T, hd);
+    const auto timed = tick("attention_fwd");
     const portable::attention_forward k{out, att, qkv, i32(B), i32(T), i32(nh), i32(hd), causal};
     ex.launch(k.league(), attention_team, k);
   }
   void attention_backward(float* dqkv, float* /*scratch*/, const float* dout, const float* qkv, float* att,
                           const float* out, idx B, idx T, idx nh, idx hd, bool causal) const {
     check_attention(T, hd);
+    const auto timed = tick("attention_bwd");
     float* lse = att;
     float* D = att + B * nh * T;
     ex.for_each(z(B * nh * T), portable::attention_backward_rowdot{D, dout, out, i32(B), i32(T), i32(nh), i32(hd)});
@@ -172,25 +212,37 @@ struct portable_ops {
     ex.launch(q.league(), attention_team, q);
   }
   void residual_forward(float* out, const float* a, const float* b, idx n) const {
+    const auto timed = tick("residual");
     ex.for_each(z(n), portable::residual{out, a, b});
   }
-  void add_inplace(float* out, const float* a, idx n) const { ex.for_each(z(n), portable::add_into{out, a}); }
+  void add_inplace(float* out, const float* a, idx n) const {
+    const auto timed = tick("residual");
+    ex.for_each(z(n), portable::add_into{out, a});
+  }
   void add_bias_rows(float* out, const float* bias, idx N, idx C) const {
+    const auto timed = tick("bias_fwd");
     ex.for_each(z(N * C), portable::add_bias_rows{out, bias, i32(C)});
   }
   void column_sums_add(float* acc, const float* d, idx N, idx C) const {
+    const auto timed = tick("bias_bwd");
     ex.for_each(z(C), portable::column_sums_add{acc, d, z(N), i32(C)});
   }
-  void round_bf16(float* x, idx n) const { ex.for_each(z(n), portable::round_bf16{x}); }
+  void round_bf16(float* x, idx n) const {
+    const auto timed = tick("round_bf16");
+    ex.for_each(z(n), portable::round_bf16{x});
+  }
 
   void embed_tokens(float* x, const int* tokens, const float* wte, idx N, idx C, idx v0, idx Vl) const {
+    const auto timed = tick("embedding_fwd");
     ex.for_each(z(N * C), portable::embedding_forward{x, tokens, wte, nullptr, 1, i32(C), i32(v0), i32(Vl)});
   }
   void add_positions(float* x, const float* wpe, idx N, idx T, idx C) const {
+    const auto timed = tick("embedding_fwd");
     ex.for_each(z(N * C), portable::add_positions{x, wpe, i32(T), i32(C)});
   }
   // tokens: the micro-batch's host array (the buckets are sorted on the host).
   void embed_tokens_backward(float* dwte, const float* d, const int* tokens, idx N, idx C, idx v0, idx Vl) const {
+    const auto timed = tick("embedding_bwd");
     const auto b = portable::token_buckets(tokens, z(N), i32(v0), i32(Vl));
     scratch& s = *scratch_;
     if (s.starts.size() < b.starts.size()) s.starts = make_array<std::int32_t>(b.starts.size());
@@ -200,17 +252,21 @@ struct portable_ops {
     ex.for_each(z(Vl * C), portable::embedding_backward_wte{dwte, d, s.starts.data(), s.rows.data(), i32(C)});
   }
   void add_positions_backward(float* dwpe, const float* d, idx N, idx T, idx C) const {
+    const auto timed = tick("embedding_bwd");
     ex.for_each(z(T * C), portable::embedding_backward_wpe{dwpe, d, i32(N / T), i32(T), i32(C)});
   }
 
   void ce_row_max(float* mx, const float* zl, idx N, idx V) const {
+    const auto timed = tick("cross_entropy");
     ex.for_each(z(N), portable::ce_row_max{mx, zl, i32(V)});
   }
   void ce_sums(float* sums, const float* zl, const float* mx, const int* targets, idx N, idx V, idx v0) const {
+    const auto timed = tick("cross_entropy");
     ex.for_each(z(N), portable::ce_sums{sums, zl, mx, targets, z(N), i32(V), i32(v0)});
   }
   void ce_grad(float* zl, const float* mx, const float* sums, const int* targets, idx N, idx V, idx v0,
                float scale) const {
+    const auto timed = tick("cross_entropy");
     ex.for_each(z(N), portable::ce_grad{zl, mx, sums, targets, i32(V), i32(v0), scale});
   }
 
@@ -221,6 +277,15 @@ struct portable_ops {
     array<std::int32_t> starts, rows;
   };
   std::shared_ptr<scratch> scratch_ = std::make_shared<scratch>();
+  struct clock_slot {
+    std::unique_ptr<Clock> c;  // --kernel-times; null: not timed
+  };
+  std::shared_ptr<clock_slot> clock_ = std::make_shared<clock_slot>();
+
+  typename Clock::scope tick(const char* name) const {
+    if (!clock_->c) return {};
+    return clock_->c->time(name);
+  }
 
   // The flash kernels' limits, and room for lse and D in the model's [B, nh, T, T] buffer.
   static void check_attention(idx T, idx hd) {

@@ -85,6 +85,7 @@ struct run_options {
   std::string dump_tensors;   // directory for one step's communicated tensors (dump.hpp)
   int dump_step = 0;          // that step, as the step lines number it (0: the run's first)
   bool quiet = false;
+  bool kernel_times = false;  // time every kernel of the model's backend; rank 0 prints the table at the end
   double peak_tflops = 0;     // one rank's device peak for the MFU figures (0: unknown, no MFU)
   std::string device = "cpu"; // the model's backend: cpu | host | host-check | kokkos (portable kernels) | cuda
   bool share_gpu = false;     // --device cuda: more ranks on a node than GPUs (round robin; tests)

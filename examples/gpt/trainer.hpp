@@ -53,6 +53,7 @@
 #include "dump.hpp"
 #include "faults.hpp"
 #include "hcomm/topology/grid.hpp"
+#include "kernel_clock.hpp"
 #include "losses.hpp"
 #include "metrics.hpp"
 #include "mfu.hpp"
@@ -198,8 +199,14 @@ class trainer {
     const double tokens_per_step = static_cast<double>(cfg_.batch) * cfg_.block;
     run_totals totals;
     run_result result;
+    if (opt_.kernel_times) model_.ops().time_kernels();
+    auto* clock = model_.ops().kernel_clock();  // --kernel-times; else null
+    const std::int64_t first_step = step_;      // its kernel times are the warm-up's: not counted
+    int timed_steps = 0;
+    double timed_ms = 0;
     for (; step_ < end; ++step_) {
       const std::int64_t step = step_;
+      if (clock) clock->collect(false);  // what ran since the last step (evaluation, a save) is not a step's
       start_step(step);
       const bool dump_step = dump_ && dump_->step() == step;
       dumping_ = dump_step ? dump_.get() : nullptr;  // the taps record this step's tensors
@@ -208,6 +215,10 @@ class trainer {
       const double loss = train_step(step, lr);
       dumping_ = nullptr;
       step_metrics m = measure(step, loss, lr, (MPI_Wtime() - t0) * 1e3);
+      if (clock) {
+        clock->collect(step > first_step);
+        if (step > first_step) ++timed_steps, timed_ms += m.ms;
+      }
       if (eval_due(step)) std::tie(m.val_loss, m.val_acc) = evaluate(step);
       result.losses[step] = loss;
       if (root && !opt_.quiet) print_step(m);
@@ -222,6 +233,10 @@ class trainer {
     if (root && !opt_.quiet && totals.seconds > 0)
       print_summary(totals, tied_bytes_ > 0, flops_of(sp_.total_flops()), opt_.sparsity.method, sp_.density(),
                     mfu(totals.flops, totals.seconds, opt_.peak_tflops, ranks()));
+    if (root && clock)
+      print_kernel_times(clock->totals(), std::remove_pointer_t<decltype(clock)>::source, timed_steps, timed_ms,
+                         "rank 0 of " + std::to_string(ranks()) +
+                             (grid_.pp_size() > 1 ? " (the first pipeline stage)" : ""));
     if (step_ == cfg_.steps && opt_.sample > 0 && !cfg_.is_bert()) sample_text();  // BERT does not generate
     const int tied_rc = check_tied_copies();
     const int sparse_rc = sp_.failures() > 0 ? 1 : 0;  // sparsity invariants (sparsity.hpp), printed where they failed

@@ -2,7 +2,8 @@
 // as kernels of the execution model, what the GPU runs, GEMMs by OpenBLAS): under host-check
 // (shuffled threads, shadowed scratch) it matches the PyTorch debug states with the CPU
 // backend's tolerances, gives the same bits as the host executor, and tracks the CPU backend
-// (ops_cpu.hpp) to float rounding, for GPT-2, NeoX (rotary), BERT post-LN and pre-LN, and bf16.
+// (ops_cpu.hpp) to float rounding, for GPT-2, NeoX (rotary), BERT post-LN and pre-LN, and bf16;
+// bf16 GEMMs round their operands on both backends.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -11,9 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "gemm_host.hpp"
+#include "hcomm/core/bfloat16.hpp"
 #include "hcomm/exec/host.hpp"
 #include "hcomm/exec/host_check.hpp"
 #include "model.hpp"
+#include "ops_cpu.hpp"
 #include "ops_portable.hpp"
 #include "model_pass.hpp"
 #include "reference_check.hpp"
@@ -126,4 +130,73 @@ TEST_CASE("portable backend: sum_squares_each gives each range sum_squares' bits
     CHECK(each[i] == ops.sum_squares(ranges[i].first, ranges[i].second));
   }
   CHECK(each[1] == 0.0);
+}
+
+// --precision bf16's GEMMs: bfloat16 operands, fp32 accumulation. The host GEMM rounds both
+// operands before sgemm (what the CUDA backend's tensor-core GEMM computes); the CPU backend
+// and the portable backend under host-check give its bits, bias and bias gradient included
+// (the bias gradient sums the unrounded output gradient).
+TEST_CASE("bf16 GEMMs take bfloat16 operands on every host backend", "[model][portable][bf16]") {
+  const std::int64_t N = 24, C = 40, OC = 36;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.f, 1.f);
+  auto rand = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = nd(rng);
+    return v;
+  };
+  auto rounded = [](std::vector<float> v) {
+    for (float& x : v) x = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(x));
+    return v;
+  };
+  const std::vector<float> x = rand(N * C), W = rand(OC * C), bias = rand(OC), dout = rand(N * OC);
+  const std::vector<float> xr = rounded(x), Wr = rounded(W), doutr = rounded(dout);
+  REQUIRE(xr != x);  // the inputs are not bfloat16 values: rounding them matters
+
+  // the host GEMM: sgemm of the rounded operands, bit for bit; not the fp32 product
+  std::vector<float> ref(N * OC), got(N * OC), fp32(N * OC);
+  gpt::host_gemm{}(false, true, N, OC, C, 1.f, xr.data(), C, Wr.data(), C, 0.f, ref.data(), OC);
+  gpt::host_gemm g;
+  g.use_bf16();
+  g(false, true, N, OC, C, 1.f, x.data(), C, W.data(), C, 0.f, got.data(), OC);
+  gpt::host_gemm{}(false, true, N, OC, C, 1.f, x.data(), C, W.data(), C, 0.f, fp32.data(), OC);
+  CHECK(got == ref);
+  CHECK(got != fp32);
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t o = 0; o < OC; ++o) ref[n * OC + o] += bias[o];
+
+  // the backward's references: dx = dout W and dW = dout^T x of the rounded operands
+  std::vector<float> dx_ref(N * C), dW_ref(OC * C, 0.f), db_ref(OC, 0.f);
+  gpt::host_gemm{}(false, false, N, C, OC, 1.f, doutr.data(), OC, Wr.data(), C, 0.f, dx_ref.data(), C);
+  gpt::host_gemm{}(true, false, OC, C, N, 1.f, doutr.data(), OC, xr.data(), C, 1.f, dW_ref.data(), C);
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t o = 0; o < OC; ++o) db_ref[o] += dout[n * OC + o];
+
+  auto check_backend = [&](auto& be, const char* what) {
+    INFO(what);
+    be.bf16_gemms();
+    auto a = [&](const std::vector<float>& h) {
+      auto arr = be.template make_array<float>(h.size());
+      be.upload(arr.data(), h.data(), h.size());
+      return arr;
+    };
+    auto back = [&](const auto& arr) {
+      std::vector<float> h(arr.size());
+      be.download(h.data(), arr.data(), arr.size());
+      return h;
+    };
+    auto dx_ = a(x), W_ = a(W), b_ = a(bias), dout_ = a(dout), out = a(std::vector<float>(N * OC));
+    auto dx = a(std::vector<float>(N * C)), dW = a(std::vector<float>(OC * C)), db = a(std::vector<float>(OC));
+    be.matmul_forward(out.data(), dx_.data(), W_.data(), b_.data(), N, C, OC);
+    CHECK(back(out) == ref);
+    be.matmul_backward(dx.data(), dW.data(), db.data(), dout_.data(), dx_.data(), W_.data(), N, C, OC, false);
+    CHECK(back(dx) == dx_ref);
+    CHECK(back(dW) == dW_ref);
+    const std::vector<float> dbh = back(db);
+    for (std::int64_t o = 0; o < OC; ++o) CHECK(std::fabs(dbh[o] - db_ref[o]) <= 1e-5f * (1.f + std::fabs(db_ref[o])));
+  };
+  gpt::cpu_ops cpu;
+  check_backend(cpu, "cpu backend");
+  gpt::portable_ops<hcomm::exec::host_check> checked;
+  check_backend(checked, "portable backend, host-check");
 }

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "hcomm/core/bfloat16.hpp"
 #include "hcomm/exec/host.hpp"
 #include "model_pass.hpp"
 #include "ops_portable.hpp"
@@ -16,6 +17,8 @@ namespace {
 // C[M,N] = alpha op(A) op(B) + beta C, row-major, accumulated in double.
 struct loop_gemm {
   static constexpr const char* name = "loop";
+  bool bf16 = false;  // bfloat16 operands (--precision bf16), as gemm_host.hpp and gemm_cublas.hpp
+  void use_bf16() { bf16 = true; }
   void operator()(bool ta, bool tb, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha, const float* A,
                   std::ptrdiff_t lda, const float* B, std::ptrdiff_t ldb, float beta, float* C,
                   std::ptrdiff_t ldc) const {
@@ -23,11 +26,12 @@ struct loop_gemm {
       for (std::ptrdiff_t j = 0; j < N; ++j) {
         double s = 0;
         for (std::ptrdiff_t k = 0; k < K; ++k)
-          s += static_cast<double>(ta ? A[k * lda + i] : A[i * lda + k]) * (tb ? B[j * ldb + k] : B[k * ldb + j]);
+          s += static_cast<double>(op(ta ? A[k * lda + i] : A[i * lda + k])) * op(tb ? B[j * ldb + k] : B[k * ldb + j]);
         float& c = C[i * ldc + j];
         c = static_cast<float>(alpha * s + (beta == 0.f ? 0.0 : static_cast<double>(beta) * c));
       }
   }
+  float op(float v) const { return bf16 ? hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(v)) : v; }
 };
 
 }  // namespace
