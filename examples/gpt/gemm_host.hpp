@@ -51,7 +51,7 @@ struct host_gemm {
   const float* rounded(int which, const float* x, std::size_t n) const {
     std::vector<float>& r = (*scratch_)[static_cast<std::size_t>(which)];
     if (r.size() < n) r.resize(n);
-    for (std::size_t i = 0; i < n; ++i) r[i] = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(x[i]));
+    for (std::size_t i = 0; i < n; ++i) r[i] = hcomm::round_to_bf16(x[i]);
     return r.data();
   }
 };

@@ -277,7 +277,7 @@ inline void add_inplace(float* out, const float* a, idx n) {
 // storage of weights, activations and gradients around float32 kernels.
 inline void round_bf16(float* x, idx n) {
 #pragma omp parallel for if (n > par_min) num_threads(hcomm::exec::default_threads())
-  for (idx i = 0; i < n; ++i) x[i] = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(x[i]));
+  for (idx i = 0; i < n; ++i) x[i] = hcomm::round_to_bf16(x[i]);
 }
 
 inline void add_bias_rows(float* out, const float* bias, idx N, idx C) {

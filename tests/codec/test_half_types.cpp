@@ -261,6 +261,24 @@ TEMPLATE_TEST_CASE("half types: the edges of narrowing", "[half]", bf16, f16) {
   CHECK(TestType(from_u32(0x7FA00000u)).bits == (b ? 0x7FE0 : 0x7F00));
 }
 
+// round_to_bf16 (the branch-free rounding the trainer's bf16 loops use) is the widened
+// narrowing, bit for bit: every high half with the low halves around the midpoint, and random
+// patterns (NaN, Inf and the overflow to Inf among them).
+TEST_CASE("half types: round_to_bf16 is the widened bf16 narrowing", "[half]") {
+  std::size_t wrong = 0, checked = 0;
+  for_each_input<bf16>([&](std::uint32_t u) {
+    const float x = from_u32(u), got = hcomm::round_to_bf16(x);
+    const float want = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(x));
+    std::uint32_t g, w;
+    std::memcpy(&g, &got, 4);
+    std::memcpy(&w, &want, 4);
+    wrong += g != w;
+    ++checked;
+  });
+  INFO(checked << " patterns");
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("half types: the whole float32 range narrows like the references", "[half][.sweep]") {
   // fp16: every pattern against F16C where the CPU has it (else _Float16); bf16: the double
   // reference on every 4096th pattern (it is slow), NaN rule on every NaN.

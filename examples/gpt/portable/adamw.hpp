@@ -42,7 +42,7 @@ struct adamw_update {
     v[i] = k.b2 * v[i] + (1.f - k.b2) * g[i] * g[i];
     const float denom = std::sqrt(v[i]) / k.bc2_sqrt + k.eps;
     p[i] -= k.step_size * m[i] / denom;
-    if (rounded != nullptr) rounded[i] = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(p[i]));
+    if (rounded != nullptr) rounded[i] = hcomm::round_to_bf16(p[i]);
   }
 };
 

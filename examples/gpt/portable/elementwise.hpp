@@ -70,7 +70,7 @@ struct column_sums_add {
 // x = x rounded to the nearest bfloat16 (ties to even), kept in float32.
 struct round_bf16 {
   float* x;
-  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { x[i] = hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(x[i])); }
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const { x[i] = hcomm::round_to_bf16(x[i]); }
 };
 
 // out = x as bfloat16 (nearest, ties to even): a 16-bit copy for the wire (wire.hpp); exact

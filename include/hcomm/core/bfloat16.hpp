@@ -111,6 +111,22 @@ HCOMM_HOST_DEVICE double bf16_bits_to_double(std::uint16_t h) {
   return v;
 }
 
+// v rounded to the nearest bfloat16 (ties to even; a NaN stays a NaN, quiet, as to_bf16_bits
+// keeps it), kept in float32: bf16_bits_to_float(to_bf16_bits(v)) with a select instead of
+// branches, so that a loop over an array vectorises. Adding 0x7FFF plus the kept part's lowest
+// bit carries into the kept part exactly when the dropped half is above the midpoint, or at it
+// with the kept part odd.
+HCOMM_HOST_DEVICE float round_to_bf16(float v) {
+  std::uint32_t u;
+  std::memcpy(&u, &v, sizeof u);
+  const std::uint32_t nearest = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+  const std::uint32_t quiet_nan = (u | 0x00400000u) & 0xFFFF0000u;
+  const std::uint32_t r = (u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : nearest;
+  float f;
+  std::memcpy(&f, &r, sizeof f);
+  return f;
+}
+
 // The element-type-generic spelling: from_bf16_bits<T>(h).
 template <class T>
 HCOMM_HOST_DEVICE T from_bf16_bits(std::uint16_t h) {
