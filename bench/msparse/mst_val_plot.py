@@ -5,6 +5,8 @@ curriculum the points before the switch are validated at the short length (a dif
 task): they are drawn hollow.
 
     /usr/bin/python3 bench/msparse/mst_val_plot.py OUTDIR    # reads OUTDIR/<method>.jsonl
+    /usr/bin/python3 bench/msparse/mst_val_plot.py OUTDIR "mst 80%=OTHER/mst.jsonl" ...
+        # adds the curves of other runs' metrics files under their labels
 """
 import json
 import os
@@ -19,8 +21,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else "bench/msparse/mst_runs"
     fig, ax = plt.subplots(1, 2, figsize=(12, 4.5))
-    for m in ["dense", "static", "set", "rigl", "mst"]:
-        p = os.path.join(out, m + ".jsonl")
+    curves = [(m, os.path.join(out, m + ".jsonl")) for m in ["dense", "static", "set", "rigl", "mst"]]
+    curves += [tuple(a.split("=", 1)) for a in sys.argv[2:]]
+    for m, p in curves:
         if not os.path.exists(p):
             continue
         rows = [json.loads(l) for l in open(p) if l.strip()]
