@@ -105,7 +105,10 @@ class basic_stage_model {
     nh_ = c.heads / tp; hd_ = c.head_dim(); Cl_ = nh_ * hd_; Hl_ = c.hidden() / tp; Vl_ = c.vocab / tp;
     rot_ = c.rot_dim();
     causal_ = c.causal();
-    if (c.bf16) be_.bf16_gemms();  // bfloat16 GEMM operands, fp32 accumulation
+    // bf16: bfloat16 GEMM operands, fp32 accumulation; room for the largest operand (an
+    // activation or gradient [N, widest], or a weight [widest, C]) made with the model
+    if (c.bf16)
+      be_.bf16_gemms(z(std::max<std::int64_t>(N_, C_) * std::max<std::int64_t>({C_, 3 * Cl_, Hl_, Vl_})));
 
     tensors_ = stage_tensors(c, place);
     const std::int64_t off = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().numel;

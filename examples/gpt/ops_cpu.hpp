@@ -49,8 +49,12 @@ struct cpu_ops {
   // their bias); copies of the backend share the clock.
   void time_kernels() const { clock_->c = std::make_unique<host_kernel_clock>(); }
   host_kernel_clock* kernel_clock() const { return clock_->c.get(); }
-  // --precision bf16: the GEMMs take bfloat16 operands, fp32 accumulation (gemm_host.hpp).
-  void bf16_gemms() { gemm_.use_bf16(); }
+  // --precision bf16: the GEMMs take bfloat16 operands, fp32 accumulation (gemm_host.hpp);
+  // its scratch for operands of up to max_operand elements is made now.
+  void bf16_gemms(std::size_t max_operand) {
+    gemm_.use_bf16();
+    gemm_.reserve(max_operand);
+  }
 
   template <class T>
   array<T> make_array(std::size_t n) const {

@@ -80,8 +80,12 @@ struct portable_ops {
   }
   Clock* kernel_clock() const { return clock_->c.get(); }
   // --precision bf16: the GEMMs take bfloat16 operands, fp32 accumulation (the Gemm's bf16
-  // mode: gemm_host.hpp rounds them, gemm_cublas.hpp runs tensor cores).
-  void bf16_gemms() { gemm.use_bf16(); }
+  // mode: gemm_host.hpp rounds them, gemm_cublas.hpp runs tensor cores); its scratch for
+  // operands of up to max_operand elements is made now.
+  void bf16_gemms(std::size_t max_operand) {
+    gemm.use_bf16();
+    gemm.reserve(max_operand);
+  }
 
   // ---- memory ----
   template <class T>
