@@ -16,6 +16,8 @@
 //                                    cannot be allocated (std::bad_alloc)
 //   GPT_FAULT_ALLOC_SAVE=RANK[:STEP] RANK cannot allocate --zero 1's whole optimizer state for
 //                                    the save after STEP (std::bad_alloc)
+//   GPT_FAULT_ALLOC_STEP=RANK:STEP   an allocation of RANK fails inside STEP (std::bad_alloc), as
+//                                    a GPU running out of memory mid-step
 //   GPT_FAULT_BLAS_FALLBACK=1        OpenBLAS's kernels are taken for its SSE fallback, as on a
 //                                    CPU it does not know (read by openblas_core.hpp)
 #pragma once
@@ -58,5 +60,6 @@ inline const spec& hang() { static const spec f = read("GPT_FAULT_HANG"); return
 inline const spec& alloc() { static const spec f = read("GPT_FAULT_ALLOC"); return f; }
 inline const spec& alloc_wire() { static const spec f = read("GPT_FAULT_ALLOC_WIRE"); return f; }
 inline const spec& alloc_save() { static const spec f = read("GPT_FAULT_ALLOC_SAVE"); return f; }
+inline const spec& alloc_step() { static const spec f = read("GPT_FAULT_ALLOC_STEP"); return f; }
 
 }  // namespace gpt::faults

@@ -37,6 +37,7 @@
 #include <memory>
 #include <new>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -212,7 +213,7 @@ class trainer {
       dumping_ = dump_step ? dump_.get() : nullptr;  // the taps record this step's tensors
       const double t0 = MPI_Wtime();
       const float lr = lr_at(cfg_, static_cast<int>(step));
-      const double loss = train_step(step, lr);
+      const double loss = step_or_fail(step, lr);
       dumping_ = nullptr;
       step_metrics m = measure(step, loss, lr, (MPI_Wtime() - t0) * 1e3);
       if (clock) {
@@ -246,6 +247,21 @@ class trainer {
 
  private:
   // ---- one optimizer step ------------------------------------------------------------------
+  // train_step, with an error of this rank alone (memory running out inside the step, a
+  // device failure) named by its step: train_gpt.cpp prints it and ends the job, which
+  // leaves the last complete checkpoint set as it was.
+  double step_or_fail(std::int64_t step, float lr) {
+    try {
+      if (faults::alloc_step().at(world_rank_, step + 1)) throw std::bad_alloc();
+      return train_step(step, lr);
+    } catch (const stopped&) {
+      throw;  // agreed by every rank: its own message
+    } catch (const std::bad_alloc&) {
+      throw std::runtime_error("step " + std::to_string(step + 1) + ": out of memory (std::bad_alloc)");
+    } catch (const std::exception& e) {
+      throw std::runtime_error("step " + std::to_string(step + 1) + ": " + e.what());
+    }
+  }
   // Returns the mean token loss of the global batch (NaN or Inf: the update was skipped).
   double train_step(std::int64_t step, float lr) {
     next_batch();

@@ -12,6 +12,9 @@
 #   unshared  rank 1 does not see rank 0's files: the first save says so and the run stops
 #   hang      rank 1 stops communicating at step 3: --comm-timeout 3 ends the job, naming the
 #             rank, the operation and the step
+#   oom       an allocation of rank 1 fails inside step 15 (as a GPU out of memory): rank 1
+#             says so once, with the step, the job ends, the set of step 10 stays current and
+#             resumes bit-identically
 set -u
 case_=$1 work=$2
 shift 2
@@ -78,6 +81,15 @@ case $case_ in
     GPT_FAULT_HANG=1:3 go timeout 60 $run --comm-timeout 3
     [ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "exit code $rc, expected the watchdog to end the job"
     grep -Eq "^train_gpt \(rank [0-9]\): stuck for [0-9]+ s in .* at step 3 \(--comm-timeout 3\)" out.txt || fail "no watchdog message" ;;
+  oom)
+    full
+    GPT_FAULT_ALLOC_STEP=1:15 go timeout 60 $run --save-every 10 --save c
+    [ "$rc" != 0 ] && [ "$rc" != 124 ] || fail "exit code $rc, expected the job to end"
+    n=$(grep -Ec "^train_gpt \(rank 1\): step 15: out of memory \(std::bad_alloc\)$" out.txt)
+    [ "$n" = 1 ] || fail "$n lines name rank 1's failure in step 15, expected 1"
+    ! grep -Eq '^step +15/' out.txt || fail "step 15 was reported as done"
+    only10 c
+    resume_matches c ;;
   *) fail "unknown case" ;;
 esac
 echo "ckpt_faults $case_: ok"
