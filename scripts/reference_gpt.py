@@ -312,10 +312,14 @@ def profile_steps(n, step_at, first, dev):
         wall_ms = (time.perf_counter() - t0) * 1e3 / n
     rows = []
     for e in prof.key_averages():
-        us = (getattr(e, "self_device_time_total", None) if cuda else None)
-        if cuda and us is None:
-            us = getattr(e, "self_cuda_time_total", 0)
-        if not cuda:
+        if cuda:
+            # the kernels' own rows (an operator's row repeats its kernels' time)
+            if not str(getattr(e, "device_type", "")).endswith("CUDA"):
+                continue
+            us = getattr(e, "self_device_time_total", None)
+            if us is None:
+                us = getattr(e, "self_cuda_time_total", 0)
+        else:
             us = e.self_cpu_time_total
         if us and us > 0:
             rows.append((e.key, e.count / n, us / 1e3 / n))

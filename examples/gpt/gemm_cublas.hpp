@@ -4,7 +4,7 @@
 //   gpt::cublas_gemm g(stream);                 // one handle, shared by copies
 //   g(false, true, M, N, K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
 //   // C[M,N] = alpha op(A) op(B) + beta C, row-major; op transposes when its flag is set
-//   g.use_bf16();  g.reserve(n);                // --precision bf16: tensor cores from here on
+//   g.use_bf16();  g.reserve(a, b);             // --precision bf16: tensor cores from here on
 //
 // Row-major C is column-major C^T = op(B)^T op(A)^T, so cuBLAS gets the operands swapped:
 // (op_b, op_a, N, M, K, B, ldb, A, lda, C, ldc) and no data moves.
@@ -53,13 +53,14 @@ struct cublas_gemm {
     cublas_check(cublasSetMathMode(h_.get(), CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   }
   bool bf16() const { return s_ && s_->bf16; }
-  // Room for operands of up to n elements now (bf16), so that no step allocates device memory
-  // (the model reserves while its own buffers are made: a failure there stops every rank cleanly).
-  void reserve(std::size_t n) {
+  // Room for A and B operands of up to a and b elements now (bf16), so that no step allocates
+  // device memory (the model reserves while its own buffers are made: a failure there stops
+  // every rank cleanly).
+  void reserve(std::size_t a, std::size_t b) {
     need_handle();
     if (!s_->bf16) return;
-    if (s_->a.size() < n) s_->a = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, n);
-    if (s_->b.size() < n) s_->b = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, n);
+    if (s_->a.size() < a) s_->a = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, a);
+    if (s_->b.size() < b) s_->b = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, b);
   }
 
   void operator()(bool trans_a, bool trans_b, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha,

@@ -4,7 +4,7 @@
 //
 //   gpt::host_gemm{}(false, true, M, N, K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
 //   // C[M,N] = alpha op(A) op(B) + beta C, row-major; op transposes when its flag is set
-//   gpt::host_gemm g;  g.use_bf16();  g.reserve(n);   // --precision bf16: bf16 operands, fp32 sums
+//   gpt::host_gemm g;  g.use_bf16();  g.reserve(a, b);   // --precision bf16: bf16 operands, fp32 sums
 //
 // bf16: A and B are rounded to bfloat16 (nearest, ties to even) into scratch copies before
 // the product, so the result is what a tensor-core GEMM with bf16 inputs and fp32
@@ -31,11 +31,11 @@ struct host_gemm {
   static constexpr const char* name = "OpenBLAS sgemm";
   bool bf16 = false;  // round A and B to bfloat16 first (see above)
   void use_bf16() { bf16 = true; }
-  // Room for operands of up to n elements now (bf16), so that no step allocates.
-  void reserve(std::size_t n) const {
-    if (bf16)
-      for (std::vector<float>& v : *scratch_)
-        if (v.size() < n) v.resize(n);
+  // Room for A and B operands of up to a and b elements now (bf16), so that no step allocates.
+  void reserve(std::size_t a, std::size_t b) const {
+    if (!bf16) return;
+    if ((*scratch_)[0].size() < a) (*scratch_)[0].resize(a);
+    if ((*scratch_)[1].size() < b) (*scratch_)[1].resize(b);
   }
 
   void operator()(bool trans_a, bool trans_b, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha,

@@ -41,7 +41,10 @@ class cuda_kernel_clock : public kernel_totals {
     ~scope() {
       if (!c_) return;
       (void)cudaEventRecord(stop_, c_->s_);  // a destructor does not throw: a failure shows in collect()
-      c_->pending_.push_back({id_, start_, stop_});
+      try {
+        c_->pending_.push_back({id_, start_, stop_});
+      } catch (...) {  // no room to note it: this call's time is lost, its events stay in the pool's list
+      }
     }
 
    private:

@@ -105,10 +105,13 @@ class basic_stage_model {
     nh_ = c.heads / tp; hd_ = c.head_dim(); Cl_ = nh_ * hd_; Hl_ = c.hidden() / tp; Vl_ = c.vocab / tp;
     rot_ = c.rot_dim();
     causal_ = c.causal();
-    // bf16: bfloat16 GEMM operands, fp32 accumulation; room for the largest operand (an
-    // activation or gradient [N, widest], or a weight [widest, C]) made with the model
-    if (c.bf16)
-      be_.bf16_gemms(z(std::max<std::int64_t>(N_, C_) * std::max<std::int64_t>({C_, 3 * Cl_, Hl_, Vl_})));
+    // bf16: bfloat16 GEMM operands, fp32 accumulation. Room for the largest operands made with
+    // the model: A is an input or output gradient [N, widest], B a weight [widest, C] or an
+    // input [N, C or H] (widest: the layers' output widths, the vocabulary on the last stage).
+    if (c.bf16) {
+      const std::int64_t widest = std::max<std::int64_t>({C_, 3 * Cl_, Hl_, last_ ? Vl_ : 0});
+      be_.bf16_gemms(z(N_ * widest), z(std::max<std::int64_t>(widest * C_, N_ * std::max(C_, Hl_))));
+    }
 
     tensors_ = stage_tensors(c, place);
     const std::int64_t off = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().numel;

@@ -50,10 +50,10 @@ struct cpu_ops {
   void time_kernels() const { clock_->c = std::make_unique<host_kernel_clock>(); }
   host_kernel_clock* kernel_clock() const { return clock_->c.get(); }
   // --precision bf16: the GEMMs take bfloat16 operands, fp32 accumulation (gemm_host.hpp);
-  // its scratch for operands of up to max_operand elements is made now.
-  void bf16_gemms(std::size_t max_operand) {
+  // its scratch for A and B operands of up to max_a and max_b elements is made now.
+  void bf16_gemms(std::size_t max_a, std::size_t max_b) {
     gemm_.use_bf16();
-    gemm_.reserve(max_operand);
+    gemm_.reserve(max_a, max_b);
   }
 
   template <class T>

@@ -80,11 +80,11 @@ struct portable_ops {
   }
   Clock* kernel_clock() const { return clock_->c.get(); }
   // --precision bf16: the GEMMs take bfloat16 operands, fp32 accumulation (the Gemm's bf16
-  // mode: gemm_host.hpp rounds them, gemm_cublas.hpp runs tensor cores); its scratch for
-  // operands of up to max_operand elements is made now.
-  void bf16_gemms(std::size_t max_operand) {
+  // mode: gemm_host.hpp rounds them, gemm_cublas.hpp runs tensor cores); its scratch for A
+  // and B operands of up to max_a and max_b elements is made now.
+  void bf16_gemms(std::size_t max_a, std::size_t max_b) {
     gemm.use_bf16();
-    gemm.reserve(max_operand);
+    gemm.reserve(max_a, max_b);
   }
 
   // ---- memory ----

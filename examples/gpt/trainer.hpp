@@ -252,7 +252,6 @@ class trainer {
   // leaves the last complete checkpoint set as it was.
   double step_or_fail(std::int64_t step, float lr) {
     try {
-      if (faults::alloc_step().at(world_rank_, step + 1)) throw std::bad_alloc();
       return train_step(step, lr);
     } catch (const stopped&) {
       throw;  // agreed by every rank: its own message
@@ -268,6 +267,7 @@ class trainer {
     model_.zero_grads();
     sp_.begin_step(step);
     const double loss_sum = forward_backward(step);  // ends with the gradients summed over DP
+    if (faults::alloc_step().at(world_rank_, step + 1)) throw std::bad_alloc();  // (tests: OOM mid-step)
     sync_tied_embedding(step);  // after DP: both copies then add the same two (possibly lossily reduced) terms
     if (zero_) zero_->collect(model_);  // --zero 1: the replicated ranges' sums beside this replica's block
     double loss = 0, norm = 0;

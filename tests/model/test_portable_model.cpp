@@ -174,7 +174,7 @@ TEST_CASE("bf16 GEMMs take bfloat16 operands on every host backend", "[model][po
 
   auto check_backend = [&](auto& be, const char* what) {
     INFO(what);
-    be.bf16_gemms(std::size_t{64});  // smaller than the operands: they grow
+    be.bf16_gemms(64, 64);  // smaller than the operands: they grow
     auto a = [&](const std::vector<float>& h) {
       auto arr = be.template make_array<float>(h.size());
       be.upload(arr.data(), h.data(), h.size());
