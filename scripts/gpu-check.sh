@@ -57,7 +57,8 @@
 #                  2x2x2 tracks host-check's to 1e-4, zhybrid:16,6+ef too (residual in device
 #                  memory) and resumes bitwise; --zero 1 on 2x2x2 reproduces 1 rank, in bf16
 #                  (16-bit wire) host-check's; --overlap on (DP on its own stream)
-#                  equals off bitwise; resume is bitwise;
+#                  equals off bitwise; resume is bitwise; --kernel-times' table (CUDA events)
+#                  adds up and changes no loss (check_kernel_times.py);
 #                  2 ranks without --share-gpu stop with one line
 #   2e trainer-throughput  gpt2-124m (B 8, T 1024) on one GPU, 10 steps each, median of steps
 #                  3-10: train_gpt --device cuda fp32 and bf16, and in the same run PyTorch
