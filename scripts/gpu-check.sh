@@ -93,7 +93,7 @@ while [ $# -gt 0 ]; do
     --no-build) BUILD=0 ;;
     --dry-run) DRY=1 ;;
     --kit) KIT=$(realpath -m "$2"); shift ;;
-    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -uo pipefail/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "gpu-check.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
