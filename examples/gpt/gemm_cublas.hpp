@@ -52,7 +52,6 @@ struct cublas_gemm {
     s_->bf16 = true;
     cublas_check(cublasSetMathMode(h_.get(), CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   }
-  bool bf16() const { return s_ && s_->bf16; }
   // Room for A and B operands of up to a and b elements now (bf16), so that no step allocates
   // device memory (the model reserves while its own buffers are made: a failure there stops
   // every rank cleanly).

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -96,6 +97,25 @@ class host_kernel_clock : public kernel_totals {
  private:
   std::function<void()> fence_;
   std::vector<std::pair<int, double>> pending_;
+};
+
+// A backend's clock, shared by the backend's copies (AdamW's copy times its kernels too):
+// empty until --kernel-times starts one; tick(name) opens a scope, a no-op while empty.
+template <class Clock>
+class kernel_clock_slot {
+ public:
+  void start(std::unique_ptr<Clock> c) const { slot_->c = std::move(c); }
+  Clock* get() const { return slot_->c.get(); }
+  typename Clock::scope tick(const char* name) const {
+    if (!slot_->c) return {};
+    return slot_->c->time(name);
+  }
+
+ private:
+  struct slot {
+    std::unique_ptr<Clock> c;
+  };
+  std::shared_ptr<slot> slot_ = std::make_shared<slot>();
 };
 
 // The run's kernel times as rank 0 prints them: per step over `steps` steps of `step_ms` in

@@ -47,8 +47,8 @@ struct cpu_ops {
 
   // --kernel-times: the calls below are timed from here on (kernel_clock.hpp; GEMMs with
   // their bias); copies of the backend share the clock.
-  void time_kernels() const { clock_->c = std::make_unique<host_kernel_clock>(); }
-  host_kernel_clock* kernel_clock() const { return clock_->c.get(); }
+  void time_kernels() const { clock_.start(std::make_unique<host_kernel_clock>()); }
+  host_kernel_clock* kernel_clock() const { return clock_.get(); }
   // --precision bf16: the GEMMs take bfloat16 operands, fp32 accumulation (gemm_host.hpp);
   // its scratch for A and B operands of up to max_a and max_b elements is made now.
   void bf16_gemms(std::size_t max_a, std::size_t max_b) {
@@ -251,15 +251,9 @@ struct cpu_ops {
 
  private:
   host_gemm gemm_;  // the bf16 GEMMs (fp32 ones are kernels.hpp's)
-  struct clock_slot {
-    std::unique_ptr<host_kernel_clock> c;  // --kernel-times; null: not timed
-  };
-  std::shared_ptr<clock_slot> clock_ = std::make_shared<clock_slot>();
+  kernel_clock_slot<host_kernel_clock> clock_;  // --kernel-times
 
-  host_kernel_clock::scope tick(const char* name) const {
-    if (!clock_->c) return {};
-    return clock_->c->time(name);
-  }
+  host_kernel_clock::scope tick(const char* name) const { return clock_.tick(name); }
 };
 
 }  // namespace gpt

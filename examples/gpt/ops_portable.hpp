@@ -74,11 +74,11 @@ struct portable_ops {
   // backend share the clock.
   void time_kernels() const {
     if constexpr (std::is_constructible_v<Clock, std::function<void()>>)
-      clock_->c = std::make_unique<Clock>([e = ex] { e.synchronize(); });
+      clock_.start(std::make_unique<Clock>([e = ex] { e.synchronize(); }));
     else
-      clock_->c = std::make_unique<Clock>(ex.stream());
+      clock_.start(std::make_unique<Clock>(ex.stream()));
   }
-  Clock* kernel_clock() const { return clock_->c.get(); }
+  Clock* kernel_clock() const { return clock_.get(); }
   // --precision bf16: the GEMMs take bfloat16 operands, fp32 accumulation (the Gemm's bf16
   // mode: gemm_host.hpp rounds them, gemm_cublas.hpp runs tensor cores); its scratch for A
   // and B operands of up to max_a and max_b elements is made now.
@@ -281,15 +281,9 @@ struct portable_ops {
     array<std::int32_t> starts, rows;
   };
   std::shared_ptr<scratch> scratch_ = std::make_shared<scratch>();
-  struct clock_slot {
-    std::unique_ptr<Clock> c;  // --kernel-times; null: not timed
-  };
-  std::shared_ptr<clock_slot> clock_ = std::make_shared<clock_slot>();
+  kernel_clock_slot<Clock> clock_;  // --kernel-times
 
-  typename Clock::scope tick(const char* name) const {
-    if (!clock_->c) return {};
-    return clock_->c->time(name);
-  }
+  typename Clock::scope tick(const char* name) const { return clock_.tick(name); }
 
   // The flash kernels' limits, and room for lse and D in the model's [B, nh, T, T] buffer.
   static void check_attention(idx T, idx hd) {

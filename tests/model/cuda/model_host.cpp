@@ -32,7 +32,7 @@ struct loop_gemm {
         c = static_cast<float>(alpha * s + (beta == 0.f ? 0.0 : static_cast<double>(beta) * c));
       }
   }
-  float op(float v) const { return bf16 ? hcomm::bf16_bits_to_float(hcomm::to_bf16_bits(v)) : v; }
+  float op(float v) const { return bf16 ? hcomm::round_to_bf16(v) : v; }
 };
 
 }  // namespace
