@@ -48,11 +48,13 @@
 #   2b trainer-kernels  model_test_cuda_portable_kernels: train_gpt's portable kernels
 #                  (examples/gpt/portable/: LayerNorm, GELU, AdamW) on the GPU against the host
 #   2c trainer-model  model_test_cuda_model: the whole model (GPT-2, NeoX, BERT, bf16) in
-#                  device memory with cuBLAS GEMMs: loss, logits, gradients against the host,
-#                  and the PyTorch debug states (kit/data/debug_*.bin) replayed on the GPU
+#                  device memory with cuBLAS GEMMs, with cuBLASLt's epilogues (bias, GELU)
+#                  and without: loss, logits, gradients against the host, and the PyTorch
+#                  debug states (kit/data/debug_*.bin) replayed on the GPU
 #   2d trainer-cuda  train_gpt --device cuda (the kit's mpirun; a dry run instead starts it
 #                  there, trainer-kit, and sees it refuse without a GPU): 10 steps of the tiny model
-#                  against host-check (fp32 1e-5, bf16 1e-3); 2x1x1, 1x2x1, 1x1x2 and 2x2x2
+#                  against host-check (fp32 1e-5, bf16 1e-3), with --gemm-epilogues off
+#                  too; 2x1x1, 1x2x1, 1x1x2 and 2x2x2
 #                  sharing the GPU reproduce the 1-rank losses to 1e-5; zhybrid:16,8 on
 #                  2x2x2 tracks host-check's to 1e-4, zhybrid:16,6+ef too (residual in device
 #                  memory) and resumes bitwise; --zero 1 on 2x2x2 reproduces 1 rank, in bf16
@@ -61,7 +63,8 @@
 #                  adds up and changes no loss (check_kernel_times.py);
 #                  2 ranks without --share-gpu stop with one line
 #   2e trainer-throughput  gpt2-124m (B 8, T 1024) on one GPU, 10 steps each, median of steps
-#                  3-10: train_gpt --device cuda fp32 and bf16, and in the same run PyTorch
+#                  3-10: train_gpt --device cuda fp32, bf16 and bf16 with --gemm-epilogues
+#                  off, and in the same run PyTorch
 #                  (the machine's, kit/py/reference_gpt.py: the same model) fp32 with TF32
 #                  off and bf16 autocast, its fused attention (SDPA), eager, then
 #                  torch.compile'd (at most 80 s) if 150 s of the budget are left; a table
@@ -635,6 +638,9 @@ trainer_cuda() {
     [ -s "$d/cuda.txt" ] || return 1
     tg 1 $C --device host-check --precision bf16 --losses-out "$d/hc-bf16.txt" &&
       tg 1 $C --device cuda --precision bf16 --expect-losses "$d/hc-bf16.txt" --expect-rtol 1e-3 || rc=1
+    echo "== without cuBLASLt's epilogues (bias and GELU as separate kernels): the same losses (1e-5)"
+    tg 1 $C --device cuda --gemm-epilogues off --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
+    tg 1 $C --device cuda --precision bf16 --gemm-epilogues off --expect-losses "$d/hc-bf16.txt" --expect-rtol 1e-3 || rc=1
     echo "== --kernel-times on cuda (CUDA events): the table adds up, names the layers' kernels, changes no loss"
     python3 "$KIT/py/check_kernel_times.py" --steps 9 --expect gemm_fwd=17 --expect attention_fwd=4 -- \
       env -i PATH=/usr/bin:/bin HOME="$HOME_TMP" TMPDIR="${TMPDIR:-/tmp}" LD_LIBRARY_PATH="$LIBPATH" \
@@ -683,17 +689,22 @@ trainer_throughput() {
   local d=$WORK/trainer-throughput rc=0 prec
   mkdir -p "$d"
   local M="--model gpt2-124m --steps 10 --sample 0 --eval-every 0 --eval-batches 1 --quiet --data $KIT/data/corpus.txt"
-  for prec in fp32 bf16; do
+  local run
+  # fp32, bf16, and bf16 without cuBLASLt's epilogues (what fusing bias and GELU buys)
+  for run in fp32 bf16 bf16:off; do
+    prec=${run%%:*}
     # shellcheck disable=SC2086
     kit_env mpirun -np 1 --allow-run-as-root --bind-to none "$BIN/train_gpt" $M --device cuda --precision $prec \
-        --metrics "$d/train_gpt-$prec.jsonl" || rc=1
-    python3 - "$d/train_gpt-$prec.jsonl" "$prec" <<'PY' || rc=1
+        $([ "$run" = bf16:off ] && echo --gemm-epilogues off) --metrics "$d/train_gpt-${run/:/-}.jsonl" || rc=1
+    python3 - "$d/train_gpt-${run/:/-}.jsonl" "$prec" "$run" <<'PY' || rc=1
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])][2:]
 ms = statistics.median(r["ms"] for r in rows)
 fl = rows[-1]["flops_step"]["actual"]
-print(json.dumps({"impl": "train_gpt --device cuda", "precision": sys.argv[2], "attention": "own (flash-style)",
-                  "ms": round(ms, 2), "tokens_per_s": round(8 * 1024 / ms * 1e3), "tflops": round(fl / ms / 1e9, 1)}))
+off = sys.argv[3].endswith(":off")
+print(json.dumps({"impl": "train_gpt --device cuda" + (" --gemm-epilogues off" if off else ""), "precision": sys.argv[2],
+                  "attention": "own (flash-style)", "ms": round(ms, 2), "tokens_per_s": round(8 * 1024 / ms * 1e3),
+                  "tflops": round(fl / ms / 1e9, 1)}))
 PY
   done
   # where the bf16 step's time goes: a short run with every kernel timed by CUDA events (apart

@@ -179,6 +179,11 @@ inline void add_options(CLI::App& app, cli& c) {
                "--device cuda: let more ranks of a node than it has GPUs share them, round robin (tests; NCCL "
                "refuses that, staged MPI does not)")
       ->group(G);
+  app.add_option_function<std::string>(
+         "--gemm-epilogues", [&c](const std::string& v) { c.run.gemm_epilogues = v == "on"; },
+         "--device cuda: bias, bias + GELU and GELU's gradient fused into the GEMMs as cuBLASLt epilogues (off: "
+         "cuBLAS GEMMs and the portable kernels; the host backends run separate kernels either way)")
+      ->check(CLI::IsMember({"on", "off"}))->default_str("on")->group(G);
   G = "batch";
   int_opt(app, "--batch", m.batch, 1, 1 << 20, "global sequences per optimizer step B")->group(G);
   int_opt(app, "--micro-batch", m.micro_batch, 0, 1 << 20, "sequences per micro-batch (0: 1 with --pp > 1, else all)")->group(G);

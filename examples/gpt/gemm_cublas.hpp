@@ -5,6 +5,8 @@
 //   g(false, true, M, N, K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
 //   // C[M,N] = alpha op(A) op(B) + beta C, row-major; op transposes when its flag is set
 //   g.use_bf16();  g.reserve(a, b);             // --precision bf16: tensor cores from here on
+//   g.reserve_workspace();                      // cuBLASLt's workspace (the model makes it)
+//   if (g.can_fuse(gemm_epilogue::gelu_aux, ...)) g.fuse(gemm_epilogue::gelu_aux, ...);
 //
 // Row-major C is column-major C^T = op(B)^T op(A)^T, so cuBLAS gets the operands swapped:
 // (op_b, op_a, N, M, K, B, ldb, A, lda, C, ldc) and no data moves.
@@ -15,17 +17,30 @@
 // portable::to_bf16, which host-check runs in CI) into scratch on the stream, then
 // cublasGemmEx multiplies them on tensor cores with fp32 accumulation and fp32 C: what
 // gemm_host.hpp's bf16 mode computes on the host, up to the order of the sums.
+// Epilogues (gemm_epilogue.hpp; on unless cublas_options::epilogues is false, i.e.
+// --gemm-epilogues off): bias, bias + GELU (keeping GELU's input) and GELU's gradient fused
+// into the GEMM by cublasLtMatmul, same operand types and math as above. The algorithm for
+// each shape and pointer alignment is cuBLASLt's first heuristic choice, asked once and kept;
+// a shape it has none for (GELU's leading dimension must divide by 8; bias and aux must be
+// 16-byte aligned) is left to portable_ops' own kernels and counted (fusion_counts()).
 // cuBLAS gives the same bits on every run on one GPU model and toolkit, which --deterministic
-// relies on.
+// relies on; so does cuBLASLt with a fixed algorithm and workspace.
 #pragma once
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "device_array.hpp"
+#include "gemm_epilogue.hpp"
 #include "gemm_host.hpp"
 #include "hcomm/core/bfloat16.hpp"
 #include "hcomm/core/error.hpp"
@@ -39,12 +54,20 @@ inline void cublas_check(cublasStatus_t s, const char* what) {
     hcomm::fail(hcomm::errc::unsupported, std::string("cuBLAS: ") + what + " failed: " + cublasGetStatusString(s));
 }
 
+struct cublas_options {
+  bool epilogues = true;  // bias and GELU fused by cuBLASLt (gemm_epilogue.hpp)
+  bool tf32 = false;      // fp32 GEMMs on TF32 tensor cores (speed runs; not PyTorch's fp32 reference)
+};
+
 struct cublas_gemm {
   static constexpr const char* name = "cuBLAS";
+  using idx = std::ptrdiff_t;
+  // cuBLASLt's workspace: what NVIDIA recommends for Hopper (smaller GPUs need less).
+  static constexpr std::size_t workspace_bytes = std::size_t{32} << 20;
 
   cublas_gemm() = default;
-  explicit cublas_gemm(cudaStream_t stream, bool tf32 = false)
-      : h_(make(stream, tf32)), s_(std::make_shared<state>(hcomm::exec::cuda{stream})) {}
+  explicit cublas_gemm(cudaStream_t stream, cublas_options o = {})
+      : h_(make(stream, o.tf32)), s_(std::make_shared<state>(hcomm::exec::cuda{stream}, o)) {}
 
   // --precision bf16: bfloat16 operands on tensor cores, fp32 accumulation (see above).
   void use_bf16() {
@@ -60,6 +83,56 @@ struct cublas_gemm {
     if (!s_->bf16) return;
     if (s_->a.size() < a) s_->a = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, a);
     if (s_->b.size() < b) s_->b = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, b);
+  }
+
+  // cuBLASLt's workspace, made now with the model (epilogues only; nothing otherwise).
+  void reserve_workspace() {
+    need_handle();
+    if (!s_->opt.epilogues || s_->lt) return;
+    cublasLtHandle_t lt = nullptr;
+    cublas_check(cublasLtCreate(&lt), "cublasLtCreate");
+    s_->lt.reset(lt, destroy_lt{});
+    s_->workspace = device_array<std::byte, hcomm::exec::cuda>(s_->ex, workspace_bytes);
+  }
+
+  // Whether fuse() runs this GEMM with epilogue e (gemm_epilogue.hpp); launches nothing.
+  bool can_fuse(gemm_epilogue e, bool trans_a, bool trans_b, idx M, idx N, idx K, const float* A, idx lda,
+                const float* B, idx ldb, float* C, idx ldc, const float* bias, const float* aux) const {
+    need_handle();
+    if (!s_->lt || M == 0 || N == 0 || K == 0) return false;
+    if ((e != gemm_epilogue::bias && !aux) || (e == gemm_epilogue::bias && !bias)) return false;
+    if (align(bias) < 16 || align(aux) < 16) {
+      ++s_->unfused;
+      return false;
+    }
+    const plan& p = plan_for(e, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, bias, aux);
+    if (!p.ok) ++s_->unfused;
+    return p.ok;
+  }
+  // The fused GEMM (alpha 1, beta 0) on the stream; can_fuse must have said yes.
+  void fuse(gemm_epilogue e, bool trans_a, bool trans_b, idx M, idx N, idx K, const float* A, idx lda, const float* B,
+            idx ldb, float* C, idx ldc, const float* bias, const float* aux) const {
+    const plan& p = plan_for(e, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, bias, aux);
+    if (!p.ok) hcomm::fail(hcomm::errc::invalid_argument, "cublas_gemm::fuse: cuBLASLt has no algorithm for this GEMM");
+    const void* a = A;
+    const void* b = B;
+    if (s_->bf16) {
+      a = converted(s_->a, A, operand_span(trans_a ? K : M, trans_a ? M : K, lda));
+      b = converted(s_->b, B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb));
+    }
+    const lt_call d = describe(e, trans_a, trans_b, M, N, K, lda, ldb, ldc, bias, aux);
+    const float one = 1.f, zero = 0.f;
+    const cublasStatus_t st =
+        cublasLtMatmul(s_->lt.get(), d.desc.get(), &one, b, d.a.get(), a, d.b.get(), &zero, C, d.c.get(), C,
+                       d.c.get(), &p.algo, s_->workspace.data(), workspace_bytes, s_->ex.stream());
+    if (st != CUBLAS_STATUS_SUCCESS)
+      hcomm::fail(hcomm::errc::unsupported, std::string("cuBLASLt: matmul with a fused epilogue failed: ") +
+                                                cublasGetStatusString(st) + " (--gemm-epilogues off runs without)");
+    ++s_->fused;
+  }
+  // GEMMs run with an epilogue so far, and GEMMs that asked for one and ran without.
+  std::pair<std::size_t, std::size_t> fusion_counts() const {
+    return s_ ? std::pair{s_->fused, s_->unfused} : std::pair<std::size_t, std::size_t>{0, 0};
   }
 
   void operator()(bool trans_a, bool trans_b, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha,
@@ -87,19 +160,119 @@ struct cublas_gemm {
   struct destroy {
     void operator()(cublasHandle_t h) const noexcept { cublasDestroy(h); }
   };
-  // The bf16 mode and its operand scratch, grown as needed (freed stream-ordered), shared by
-  // copies: one host thread at a time, as the handle.
+  struct destroy_lt {
+    void operator()(cublasLtHandle_t h) const noexcept { cublasLtDestroy(h); }
+  };
+  // A cuBLASLt algorithm for one GEMM shape, epilogue and set of pointer alignments (ok false:
+  // cuBLASLt has none).
+  struct plan {
+    bool ok = false;
+    cublasLtMatmulAlgo_t algo{};
+  };
+  using plan_key = std::tuple<int, bool, bool, idx, idx, idx, idx, idx, idx, int, int, int, int, int, bool>;
+  // The bf16 mode and its operand scratch, grown as needed (freed stream-ordered), cuBLASLt's
+  // handle, workspace and plans: shared by copies, one host thread at a time, as the handle.
   struct state {
     hcomm::exec::cuda ex;
+    cublas_options opt;
     bool bf16 = false;
     device_array<hcomm::bf16, hcomm::exec::cuda> a, b;
-    explicit state(hcomm::exec::cuda e) : ex(e) {}
+    std::shared_ptr<cublasLtContext> lt;
+    device_array<std::byte, hcomm::exec::cuda> workspace;
+    std::map<plan_key, plan> plans;
+    std::size_t fused = 0, unfused = 0;
+    state(hcomm::exec::cuda e, cublas_options o) : ex(e), opt(o) {}
+  };
+  // cuBLASLt's descriptors of one call, destroyed with it.
+  struct lt_call {
+    struct free_desc {
+      void operator()(cublasLtMatmulDesc_t d) const noexcept { cublasLtMatmulDescDestroy(d); }
+    };
+    struct free_layout {
+      void operator()(cublasLtMatrixLayout_t l) const noexcept { cublasLtMatrixLayoutDestroy(l); }
+    };
+    std::unique_ptr<cublasLtMatmulDescOpaque_t, free_desc> desc;
+    std::unique_ptr<cublasLtMatrixLayoutOpaque_t, free_layout> a, b, c;  // cuBLAS's A (our B), B (our A), C = D
   };
   std::shared_ptr<cublasContext> h_;
   std::shared_ptr<state> s_;
 
   void need_handle() const {
     if (!h_) hcomm::fail(hcomm::errc::invalid_argument, "cublas_gemm: made without a stream (cublas_gemm(stream))");
+  }
+  // The largest power of two (at most 256) that divides the address: what cuBLASLt may assume.
+  static int align(const void* p) {
+    if (!p) return 256;
+    const auto u = reinterpret_cast<std::uintptr_t>(p);
+    return static_cast<int>(std::min<std::uintptr_t>(256, u & (~u + 1)));
+  }
+  template <class T>
+  static void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t what, const T& v) {
+    cublas_check(cublasLtMatmulDescSetAttribute(d, what, &v, sizeof v), "cublasLtMatmulDescSetAttribute");
+  }
+  // Row-major C[M,N] = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, as in operator():
+  // cuBLASLt's A is our B, its B our A, its bias runs along C^T's N rows.
+  lt_call describe(gemm_epilogue e, bool trans_a, bool trans_b, idx M, idx N, idx K, idx lda, idx ldb, idx ldc,
+                   const float* bias, const float* aux) const {
+    lt_call d;
+    const bool tf32 = s_->opt.tf32 && !s_->bf16;
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublas_check(cublasLtMatmulDescCreate(&desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
+                 "cublasLtMatmulDescCreate");
+    d.desc.reset(desc);
+    const cublasOperation_t op_a = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    set(desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
+    set(desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
+    const cublasLtEpilogue_t epi = e == gemm_epilogue::bias ? CUBLASLT_EPILOGUE_BIAS
+                                   : e == gemm_epilogue::dgelu ? CUBLASLT_EPILOGUE_DGELU
+                                   : bias                      ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                                               : CUBLASLT_EPILOGUE_GELU_AUX;
+    set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
+    if (bias && e != gemm_epilogue::dgelu) set(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+    if (e != gemm_epilogue::bias) {
+      set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
+      set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<std::int64_t>(ldc));
+    }
+    const cudaDataType_t in = s_->bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    auto layout = [](cudaDataType_t t, idx rows, idx cols, idx ld) {
+      cublasLtMatrixLayout_t l = nullptr;
+      cublas_check(cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols),
+                                              static_cast<std::int64_t>(ld)),
+                   "cublasLtMatrixLayoutCreate");
+      return l;
+    };
+    d.a.reset(trans_b ? layout(in, K, N, ldb) : layout(in, N, K, ldb));
+    d.b.reset(trans_a ? layout(in, M, K, lda) : layout(in, K, M, lda));
+    d.c.reset(layout(CUDA_R_32F, N, M, ldc));
+    return d;
+  }
+  const plan& plan_for(gemm_epilogue e, bool trans_a, bool trans_b, idx M, idx N, idx K, const float* A, idx lda,
+                       const float* B, idx ldb, float* C, idx ldc, const float* bias, const float* aux) const {
+    // bf16 operands are converted into the scratch, whose alignment is that of an allocation.
+    const int aa = s_->bf16 ? 256 : align(A), ab = s_->bf16 ? 256 : align(B), ac = align(C);
+    const plan_key k{static_cast<int>(e), trans_a, trans_b, M, N, K, lda, ldb, ldc, aa, ab, ac, align(bias),
+                     align(aux), bias != nullptr};
+    auto [it, fresh] = s_->plans.try_emplace(k);
+    if (!fresh) return it->second;
+    const lt_call d = describe(e, trans_a, trans_b, M, N, K, lda, ldb, ldc, bias, aux);
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublas_check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(&cublasLtMatmulPreferenceDestroy)> own(
+        pref, &cublasLtMatmulPreferenceDestroy);
+    auto pref_set = [&](cublasLtMatmulPreferenceAttributes_t what, auto v) {
+      cublas_check(cublasLtMatmulPreferenceSetAttribute(pref, what, &v, sizeof v), "cublasLtMatmulPreferenceSetAttribute");
+    };
+    pref_set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<std::uint64_t>(workspace_bytes));
+    pref_set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, static_cast<std::uint32_t>(ab));
+    pref_set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, static_cast<std::uint32_t>(aa));
+    pref_set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, static_cast<std::uint32_t>(ac));
+    pref_set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, static_cast<std::uint32_t>(ac));
+    cublasLtMatmulHeuristicResult_t r{};
+    int found = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(s_->lt.get(), d.desc.get(), d.a.get(), d.b.get(), d.c.get(),
+                                                             d.c.get(), pref, 1, &r, &found);
+    if (st == CUBLAS_STATUS_SUCCESS && found > 0 && r.state == CUBLAS_STATUS_SUCCESS) it->second = {true, r.algo};
+    return it->second;
   }
   const hcomm::bf16* converted(device_array<hcomm::bf16, hcomm::exec::cuda>& to, const float* x, std::size_t n) const {
     if (to.size() < n) to = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, n);

@@ -112,6 +112,7 @@ class basic_stage_model {
       const std::int64_t widest = std::max<std::int64_t>({C_, 3 * Cl_, Hl_, last_ ? Vl_ : 0});
       be_.bf16_gemms(z(N_ * widest), z(std::max<std::int64_t>(widest * C_, N_ * std::max(C_, Hl_))));
     }
+    be_.reserve_gemm_workspace();  // cuBLASLt's, for fused epilogues (gemm_cublas.hpp)
 
     tensors_ = stage_tensors(c, place);
     const std::int64_t off = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().numel;
@@ -470,6 +471,27 @@ class basic_stage_model {
     be_.matmul_backward(dx, dW, db, dout, x, W, N, K, O, false);
   }
 
+  // The MLP's first layer and its gelu (h kept for backward), and the second layer's backward
+  // into that gelu: one fused GEMM each where the backend can (ops_portable.hpp on cuBLASLt).
+  void lin_gelu_forward(int l, int which, float* h, float* g, const float* x, const float* W, const float* b,
+                        std::int64_t N, std::int64_t K, std::int64_t O) {
+    if (ops_ && ops_->linear_forward(l, which, h, x, N)) {
+      if (b) be_.add_bias_rows(h, b, N, O);
+      be_.gelu_forward(g, h, N * O);
+      return;
+    }
+    be_.matmul_gelu_forward(h, g, x, W, b, N, K, O);
+  }
+  void lin_gelu_backward(int l, int which, float* dh, float* dW, float* db, const float* dout, const float* g,
+                         const float* h, const float* W, std::int64_t N, std::int64_t K, std::int64_t O) {
+    if (ops_ && ops_->linear_backward(l, which, dh, dout, g, N, false)) {
+      if (db) be_.column_sums_add(db, dout, N, O);
+      be_.gelu_backward(dh, h, dh, N * K);
+      return;
+    }
+    be_.matmul_gelu_backward(dh, dW, db, dout, g, h, W, N, K, O);
+  }
+
   template <class Tp>
   void layer_forward(int l, const layer_a& a, const float* x, Tp& tp) {
     if (cfg_.bert_post_ln()) return post_ln_layer_forward(l, a, x, tp);
@@ -494,8 +516,7 @@ class basic_stage_model {
       be_.residual_forward(a.r1, x, attn_out, N * C);  // x + attn, the mlp output is added below
     }
     be_.layernorm_forward(a.ln2, a.mean2, a.rstd2, mlp_in, p.ln2_w, p.ln2_b, N, C);  // [N,C]
-    lin_forward(l, 2, a.h, a.ln2, p.fc_w, p.fc_b, N, C, H);                         // [N,4C/tp]
-    be_.gelu_forward(a.g, a.h, N * H);
+    lin_gelu_forward(l, 2, a.h, a.g, a.ln2, p.fc_w, p.fc_b, N, C, H);               // [N,4C/tp]
     lin_forward(l, 3, a.out, a.g, p.fcp_w, nullptr, N, H, C);                       // partial [N,C]
     tp.allreduce(std::span<float>(a.out, static_cast<std::size_t>(N * C)));
     be_.add_bias_rows(a.out, p.fcp_b, N, C);
@@ -516,8 +537,7 @@ class basic_stage_model {
     const float* mlp_in = gpt2 ? a.r1 : x;
     // mlp branch: d out -> fcp (row-parallel: local input grad, no comm) -> gelu -> fc
     // (column-parallel: the input gradient is a partial sum -> allreduce)
-    lin_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, d, a.g, p.fcp_w, N, H, C);  // d g [N,4C/tp]
-    be_.gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);                              // d h
+    lin_gelu_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, d, a.g, a.h, p.fcp_w, N, H, C);  // d h [N,4C/tp]
     lin_backward(l, 2, dln_b_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln2, p.fc_w, N, C, H);
     tp.allreduce(sp(dln_b_));                                                 // d ln2 [N,C]
     if (gpt2) {
@@ -550,8 +570,7 @@ class basic_stage_model {
     be_.add_bias_rows(attn_out, p.proj_b, N, C);
     be_.residual_forward(a.r1, x, attn_out, N * C);
     be_.layernorm_forward(a.ln1, a.mean1, a.rstd1, a.r1, p.ln1_w, p.ln1_b, N, C);  // y1 [N,C]
-    lin_forward(l, 2, a.h, a.ln1, p.fc_w, p.fc_b, N, C, H);                        // [N,4C/tp]
-    be_.gelu_forward(a.g, a.h, N * H);
+    lin_gelu_forward(l, 2, a.h, a.g, a.ln1, p.fc_w, p.fc_b, N, C, H);              // [N,4C/tp]
     lin_forward(l, 3, a.ln2, a.g, p.fcp_w, nullptr, N, H, C);                      // partial [N,C]
     tp.allreduce(std::span<float>(a.ln2, static_cast<std::size_t>(N * C)));
     be_.add_bias_rows(a.ln2, p.fcp_b, N, C);
@@ -569,8 +588,7 @@ class basic_stage_model {
     float* d = dres_.data();
     zero(dln_b_);
     be_.layernorm_backward(dln_b_.data(), g.ln2_w, g.ln2_b, d, a.ln2, p.ln2_w, a.mean2, a.rstd2, N, C);  // d r2
-    lin_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, dln_b_.data(), a.g, p.fcp_w, N, H, C);
-    be_.gelu_backward(dhid_.data(), a.h, dhid_.data(), N * H);
+    lin_gelu_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, dln_b_.data(), a.g, a.h, p.fcp_w, N, H, C);
     lin_backward(l, 2, dln_a_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln1, p.fc_w, N, C, H);
     tp.allreduce(sp(dln_a_));
     be_.add_inplace(dln_a_.data(), dln_b_.data(), N * C);                                                  // d y1
@@ -593,8 +611,7 @@ class basic_stage_model {
       be_.layernorm_forward(h.lnf, h.meanf, h.rstdf, x, p_lnf_w(), p_lnf_b(), N_, C_);
       x = h.lnf;
     }
-    be_.matmul_forward(h.mh, x, p_at(m), p_at(m + 1), N_, C_, C_);
-    be_.gelu_forward(h.mg, h.mh, N_ * C_);
+    be_.matmul_gelu_forward(h.mh, h.mg, x, p_at(m), p_at(m + 1), N_, C_, C_);
     be_.layernorm_forward(h.mln, h.meanm, h.rstdm, h.mg, p_at(m + 2), p_at(m + 3), N_, C_);
     be_.matmul_forward(logits_.data(), h.mln, p_lm(), p_at(m + 4), N_, C_, Vl_);
   }

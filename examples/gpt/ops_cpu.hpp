@@ -9,10 +9,10 @@
 // functions accumulate into parameter gradients and input gradients unless kernels.hpp says
 // otherwise for the layer; pointers are in the backend's memory except tokens and targets,
 // which are host arrays of the micro-batch.
-//   fill, layernorm_forward/backward, matmul_forward/backward, gelu_forward/backward,
-//   rotary_apply, attention_forward/backward, residual_forward, add_inplace, add_bias_rows,
-//   round_bf16, embed_tokens, add_positions, embed_tokens_backward, add_positions_backward,
-//   ce_row_max, ce_sums, ce_grad.
+//   fill, layernorm_forward/backward, matmul_forward/backward, matmul_gelu_forward/backward,
+//   gelu_forward/backward, rotary_apply, attention_forward/backward, residual_forward,
+//   add_inplace, add_bias_rows, round_bf16, embed_tokens, add_positions, embed_tokens_backward,
+//   add_positions_backward, ce_row_max, ce_sums, ce_grad, bf16_gemms, reserve_gemm_workspace.
 // Memory: `array<T>` (here std::vector<T>) is the backend's buffer, made zeroed by make_array;
 // host_memory says whether the model may read it from the host (if not, it stages tokens and
 // targets with upload and reads small results back with download); host_accessible whether
@@ -55,6 +55,7 @@ struct cpu_ops {
     gemm_.use_bf16();
     gemm_.reserve(max_a, max_b);
   }
+  void reserve_gemm_workspace() {}  // OpenBLAS needs none
 
   template <class T>
   array<T> make_array(std::size_t n) const {
@@ -118,6 +119,18 @@ struct cpu_ops {
     if (dx) gemm_(false, false, N, C, OC, 1.f, dout, OC, W, C, accumulate_dx ? 1.f : 0.f, dx, C);
     gemm_(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C);
     if (dbias) k::column_sums_add(dbias, dout, N, OC);
+  }
+  // The MLP's layers around its gelu, as two kernels here (ops_portable.hpp fuses them where
+  // the GEMM library can): h = x W^T + bias, g = gelu(h); and dh = (dout W) * gelu'(h).
+  void matmul_gelu_forward(float* h, float* g, const float* x, const float* W, const float* bias, idx N, idx C,
+                           idx OC) const {
+    matmul_forward(h, x, W, bias, N, C, OC);
+    gelu_forward(g, h, N * OC);
+  }
+  void matmul_gelu_backward(float* dh, float* dW, float* dbias, const float* dout, const float* g, const float* h,
+                            const float* W, idx N, idx C, idx OC) const {
+    matmul_backward(dh, dW, dbias, dout, g, W, N, C, OC, false);
+    gelu_backward(dh, h, dh, N * C);
   }
   void gelu_forward(float* out, const float* x, idx n) const {
     const auto timed = tick("gelu_fwd");

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "device_array.hpp"
+#include "gemm_epilogue.hpp"
 #include "gemm_host.hpp"
 #include "hcomm/core/error.hpp"
 #include "kernel_clock.hpp"
@@ -85,6 +86,10 @@ struct portable_ops {
   void bf16_gemms(std::size_t max_a, std::size_t max_b) {
     gemm.use_bf16();
     gemm.reserve(max_a, max_b);
+  }
+  // The GEMM library's own memory for fused epilogues (gemm_epilogue.hpp), made with the model.
+  void reserve_gemm_workspace() {
+    if constexpr (requires { gemm.reserve_workspace(); }) gemm.reserve_workspace();
   }
 
   // ---- memory ----
@@ -165,11 +170,19 @@ struct portable_ops {
   }
   // out[N,OC] = x[N,C] W[OC,C]^T + bias
   void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC) const {
+    if (bias && fused("gemm_fwd", gemm_epilogue::bias, false, true, N, OC, C, x, C, W, C, out, OC, bias, nullptr)) return;
     {
       const auto timed = tick("gemm_fwd");
       gemm(false, true, N, OC, C, 1.f, x, C, W, C, 0.f, out, OC);
     }
     if (bias) add_bias_rows(out, bias, N, OC);
+  }
+  // The MLP's first layer: h[N,OC] = x W^T + bias (kept for backward), g = gelu(h).
+  void matmul_gelu_forward(float* h, float* g, const float* x, const float* W, const float* bias, idx N, idx C,
+                           idx OC) const {
+    if (fused("gemm_fwd", gemm_epilogue::gelu_aux, false, true, N, OC, C, x, C, W, C, g, OC, bias, h)) return;
+    matmul_forward(h, x, W, bias, N, C, OC);
+    gelu_forward(g, h, N * OC);
   }
   // dx (+= or =) dout W; dW += dout^T x; dbias += column sums of dout
   void matmul_backward(float* dx, float* dW, float* dbias, const float* dout, const float* x, const float* W, idx N,
@@ -178,6 +191,22 @@ struct portable_ops {
       const auto timed = tick("gemm_bwd");
       if (dx) gemm(false, false, N, C, OC, 1.f, dout, OC, W, C, accumulate_dx ? 1.f : 0.f, dx, C);
       gemm(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C);
+    }
+    if (dbias) column_sums_add(dbias, dout, N, OC);
+  }
+  // The MLP's second layer backward, into the gelu before it (g = gelu(h) was its input):
+  // dh = (dout W) * gelu'(h); dW += dout^T g; dbias += column sums of dout.
+  void matmul_gelu_backward(float* dh, float* dW, float* dbias, const float* dout, const float* g, const float* h,
+                            const float* W, idx N, idx C, idx OC) const {
+    if (!can_fuse(gemm_epilogue::dgelu, false, false, N, C, OC, dout, OC, W, C, dh, C, nullptr, h)) {
+      matmul_backward(dh, dW, dbias, dout, g, W, N, C, OC, false);
+      gelu_backward(dh, h, dh, N * C);
+      return;
+    }
+    {
+      const auto timed = tick("gemm_bwd");
+      fuse(gemm_epilogue::dgelu, false, false, N, C, OC, dout, OC, W, C, dh, C, nullptr, h);
+      gemm(true, false, OC, C, N, 1.f, dout, OC, g, C, 1.f, dW, C);
     }
     if (dbias) column_sums_add(dbias, dout, N, OC);
   }
@@ -284,6 +313,23 @@ struct portable_ops {
   kernel_clock_slot<Clock> clock_;  // --kernel-times
 
   typename Clock::scope tick(const char* name) const { return clock_.tick(name); }
+  // A GEMM with an epilogue fused by the GEMM library (gemm_epilogue.hpp), if it takes this one.
+  bool can_fuse(gemm_epilogue e, bool ta, bool tb, idx M, idx N, idx K, const float* A, idx lda, const float* B,
+                idx ldb, float* C, idx ldc, const float* bias, const float* aux) const {
+    if constexpr (fusing_gemm<Gemm>) return gemm.can_fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux);
+    else return false;
+  }
+  void fuse(gemm_epilogue e, bool ta, bool tb, idx M, idx N, idx K, const float* A, idx lda, const float* B, idx ldb,
+            float* C, idx ldc, const float* bias, const float* aux) const {
+    if constexpr (fusing_gemm<Gemm>) gemm.fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux);
+  }
+  bool fused(const char* name, gemm_epilogue e, bool ta, bool tb, idx M, idx N, idx K, const float* A, idx lda,
+             const float* B, idx ldb, float* C, idx ldc, const float* bias, float* aux) const {
+    if (!can_fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux)) return false;
+    const auto timed = tick(name);
+    fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux);
+    return true;
+  }
 
   // The flash kernels' limits, and room for lse and D in the model's [B, nh, T, T] buffer.
   static void check_attention(idx T, idx hd) {

@@ -89,6 +89,7 @@ struct run_options {
   double peak_tflops = 0;     // one rank's device peak for the MFU figures (0: unknown, no MFU)
   std::string device = "cpu"; // the model's backend: cpu | host | host-check | kokkos (portable kernels) | cuda
   bool share_gpu = false;     // --device cuda: more ranks on a node than GPUs (round robin; tests)
+  bool gemm_epilogues = true; // --device cuda: bias and GELU fused into cuBLASLt's GEMMs
   sparsity_config sparsity;   // --sparsity and its schedule options
 };
 

@@ -1,6 +1,7 @@
 // examples/gpt/train_cuda.cu: train_gpt's --device cuda (train_cuda.hpp). The model and AdamW
 // run in device memory through portable_ops<cuda, cublas_gemm, cuda_kernel_clock>
-// (ops_portable.hpp, gemm_cublas.hpp, kernel_clock_cuda.hpp) on one stream of the rank's GPU;
+// (ops_portable.hpp, gemm_cublas.hpp with cuBLASLt's epilogues unless --gemm-epilogues off,
+// kernel_clock_cuda.hpp) on one stream of the rank's GPU;
 // the DP, PP and TP collectives run on the same stream (DP on a second one with --overlap on)
 // through hcomm::device_bundle over staged MPI (frames through pinned host memory: any MPI,
 // several ranks per GPU), ZFP coding on the GPU with zhybrid:16,8 and zhybrid:16,6+ef (its
@@ -65,7 +66,15 @@ run_result train_on_cuda(const config& c, const run_options& o, const hcomm::gri
     using ops = portable_ops<hcomm::exec::cuda, cublas_gemm, cuda_kernel_clock>;
     using bundle = hcomm::device_bundle<Scheme, hcomm::exec::cuda, hcomm::transport::mpi_staged>;
     bundle comm(g, opt, hcomm::exec::cuda{stream}, hcomm::exec::cuda{comm_stream ? comm_stream : stream});
-    return trainer<bundle, ops>::make(c, ro, g, comm, ops{hcomm::exec::cuda{stream}, cublas_gemm{stream}})->run();
+    const cublas_gemm gemm{stream, cublas_options{.epilogues = o.gemm_epilogues}};
+    run_result res = trainer<bundle, ops>::make(c, ro, g, comm, ops{hcomm::exec::cuda{stream}, gemm})->run();
+    if (world_rank == 0 && o.gemm_epilogues) {
+      const auto [fused, unfused] = gemm.fusion_counts();
+      std::printf("cuBLASLt epilogues (rank 0): %zu GEMMs fused, %zu ran unfused (a shape or alignment cuBLASLt "
+                  "has no algorithm for)\n",
+                  fused, unfused);
+    }
+    return res;
   };
   if (o.scheme == "none") r = on.template operator()<hcomm::scheme::none>();
   else if (o.scheme == "zhybrid:16,8") r = on.template operator()<hcomm::scheme::zhybrid<16, 8>>();

@@ -1,5 +1,6 @@
 // The whole model on the CUDA executor: basic_stage_model over portable_ops<cuda, cublas_gemm>
-// (every buffer in device memory, tokens and targets staged, the GEMMs by cuBLAS without TF32)
+// (every buffer in device memory, tokens and targets staged, the GEMMs by cuBLAS without TF32,
+// once with bias and GELU fused by cuBLASLt's epilogues and once without)
 // against the same backend on the host executor with a plain-loop GEMM (model_host.cpp; CI
 // ties the host portable backend to the CPU backend and to PyTorch), for GPT-2,
 // NeoX (rotary), BERT post-LN and pre-LN, and bf16: the loss, every logit, every gradient and
@@ -42,10 +43,12 @@ int main(int argc, char** argv) {
   const std::string data_dir = argc > 1 ? argv[1] : GPT_TEST_DATA_DIR;
   cudaStream_t s;
   HCOMM_CUDA_CHECK(cudaStreamCreate(&s));
-  {
-    const cuda_ops ops{hcomm::exec::cuda{s}, gpt::cublas_gemm{s}};
+  // With cuBLASLt's epilogues (the default: bias and GELU fused into the GEMMs) and without.
+  for (const bool epilogues : {true, false}) {
+    const gpt::cublas_gemm gemm{s, gpt::cublas_options{.epilogues = epilogues}};
+    const cuda_ops ops{hcomm::exec::cuda{s}, gemm};
     for (const gpt_test::variant& v : gpt_test::variants) {
-      std::printf("%s\n", v.name);
+      std::printf("%s, cuBLASLt epilogues %s\n", v.name, epilogues ? "on" : "off");
       const gpt::config c = gpt_test::small_config(v.arch, v.post_ln, v.bf16);
       const int micro = 3;
       const auto b = gpt_test::random_batch(c, static_cast<std::size_t>(2 * micro * c.block), 7);
@@ -85,6 +88,10 @@ int main(int argc, char** argv) {
       expect(e.grads <= 1e-4, "worst gradient's relative L2", e.grads, 1e-4);
       expect(e.losses <= 1e-5, "AdamW steps' losses, relative", e.losses, 1e-5);
     }
+    const auto [fused, unfused] = gemm.fusion_counts();
+    std::printf("cuBLASLt epilogues %s: %zu GEMMs fused, %zu ran unfused\n", epilogues ? "on" : "off", fused, unfused);
+    expect(epilogues ? fused > 0 : fused == 0, "fused GEMMs as asked (0: yes)", 0.0 + !(epilogues ? fused > 0 : fused == 0),
+           0.0);
   }
   HCOMM_CUDA_CHECK(cudaStreamDestroy(s));
   std::printf("%s\n", failures ? "FAILED" : "PASSED");
