@@ -34,9 +34,9 @@
 # The run goes in stages, in priority order, each under what is left of the budget:
 #   1 smoke (at most SMOKE_S=60 s in all)
 #     smoke-env    driver (nvidia-smi), toolkit (nvcc), glibc and libstdc++ new enough for
-#                  the kit (requirements.txt), NCCL and cuBLAS found
+#                  the kit (requirements.txt), NCCL, cuBLAS and cuBLASLt found
 #     smoke-gpu    core_gpu_smoke: versions, device, a context and a kernel, a cuBLAS sgemm,
-#                  a 1-rank NCCL all-reduce
+#                  cuBLASLt's bias and bias + GELU epilogues, a 1-rank NCCL all-reduce
 #     smoke-mpi    the kit's mpirun starts 2 ranks of core_gpu_smoke sharing the GPU (each
 #                  repeats the GPU checks; MPI_Allreduce of the ranks), in an environment
 #                  of the kit alone (env -i); the ranks' and the launcher's MPI libraries

@@ -7,6 +7,9 @@
 //   context     cudaFree(0), then a kernel launch checked on the host (the kit's sm_80/sm_90
 //               code runs on this device)
 //   cublas      cublasCreate and one 8x8x8 sgemm of small integers, equal to the host's
+//   cublaslt    cublasLtCreate and one 8x8x8 matmul with train_gpt's epilogues: bias (small
+//               integers: exact), then bias + GELU keeping GELU's input (the input exact,
+//               GELU within 1e-5 of the host's tanh form)
 //   nccl        a 1-rank communicator (ncclGetUniqueId, ncclCommInitRank) and one in-place
 //               ncclAllReduce of 8 floats on the device, checked
 //   mpi         under mpirun (or with --mpi): MPI_Allreduce of the rank numbers; every rank
@@ -14,7 +17,8 @@
 //               objects mapped into the rank ("self PATH") and, rank 0, its parent, the
 //               launcher ("exe PATH", "parent PATH"): scripts/gpu-check.sh checks that the
 //               MPI runtime came from the kit.
-//   --lib-names prints the sonames it dlopens (libcublas.so.<major> libnccl.so.2).
+//   --lib-names prints the sonames it dlopens (libcublas.so.<major> libcublasLt.so.<major>
+//               libnccl.so.2).
 //
 // cuBLAS and NCCL are opened with dlopen (libcublas.so.<major>, libnccl.so.2 from the loader's
 // search path): NCCL (~200 MB) cannot travel in the kit and may live only in PyTorch's wheels
@@ -23,10 +27,13 @@
 // Exit status: 0 every check passed; 1 a check failed; 77 no usable GPU (the MPI part, if
 // asked for, still runs first).
 #include <cuda_runtime.h>
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -57,6 +64,7 @@ constexpr int nccl_sum = 0;      // ncclSum
 #define HCOMM_SMOKE_STR2(x) #x
 #define HCOMM_SMOKE_STR(x) HCOMM_SMOKE_STR2(x)
 constexpr const char* cublas_soname = "libcublas.so." HCOMM_SMOKE_STR(CUBLAS_VER_MAJOR);
+constexpr const char* cublaslt_soname = "libcublasLt.so." HCOMM_SMOKE_STR(CUBLAS_VER_MAJOR);
 constexpr const char* nccl_soname = "libnccl.so.2";
 
 std::string tag = "gpu_smoke";
@@ -197,6 +205,128 @@ void cublas_check() {
   destroy(handle);
 }
 
+// cuBLASLt as gemm_cublas.hpp calls it (fp32, CUBLAS_COMPUTE_32F, column-major 8x8x8): the
+// bias epilogue, then bias + GELU with GELU's input kept (CUBLASLT_EPILOGUE_GELU_AUX_BIAS).
+void cublaslt_check() {
+  const std::string name = cublaslt_soname;
+  void* lib = open_lib("cublaslt", name.c_str());
+  if (lib == nullptr) return;
+  auto create = sym<decltype(&cublasLtCreate)>(lib, "cublasLtCreate");
+  auto destroy = sym<decltype(&cublasLtDestroy)>(lib, "cublasLtDestroy");
+  auto desc_create = sym<decltype(&cublasLtMatmulDescCreate)>(lib, "cublasLtMatmulDescCreate");
+  auto desc_destroy = sym<decltype(&cublasLtMatmulDescDestroy)>(lib, "cublasLtMatmulDescDestroy");
+  auto desc_set = sym<decltype(&cublasLtMatmulDescSetAttribute)>(lib, "cublasLtMatmulDescSetAttribute");
+  auto layout_create = sym<decltype(&cublasLtMatrixLayoutCreate)>(lib, "cublasLtMatrixLayoutCreate");
+  auto layout_destroy = sym<decltype(&cublasLtMatrixLayoutDestroy)>(lib, "cublasLtMatrixLayoutDestroy");
+  auto pref_create = sym<decltype(&cublasLtMatmulPreferenceCreate)>(lib, "cublasLtMatmulPreferenceCreate");
+  auto pref_destroy = sym<decltype(&cublasLtMatmulPreferenceDestroy)>(lib, "cublasLtMatmulPreferenceDestroy");
+  auto pref_set = sym<decltype(&cublasLtMatmulPreferenceSetAttribute)>(lib, "cublasLtMatmulPreferenceSetAttribute");
+  auto heuristic = sym<decltype(&cublasLtMatmulAlgoGetHeuristic)>(lib, "cublasLtMatmulAlgoGetHeuristic");
+  auto matmul = sym<decltype(&cublasLtMatmul)>(lib, "cublasLtMatmul");
+  if (!create || !destroy || !desc_create || !desc_destroy || !desc_set || !layout_create || !layout_destroy ||
+      !pref_create || !pref_destroy || !pref_set || !heuristic || !matmul) {
+    fail("cublaslt", "missing symbols in " + name);
+    return;
+  }
+  cublasLtHandle_t lt = nullptr;
+  if (const cublasStatus_t s = create(&lt); s != CUBLAS_STATUS_SUCCESS) {
+    fail("cublaslt", "cublasLtCreate: status " + std::to_string(static_cast<int>(s)));
+    return;
+  }
+  constexpr int n = 8;
+  std::vector<float> a(n * n), b(n * n), bias(n), want(n * n, 0.0f);
+  for (int i = 0; i < n * n; ++i) {
+    a[i] = static_cast<float>(i % 7 - 3);
+    b[i] = static_cast<float>(i % 5 - 2);
+  }
+  for (int i = 0; i < n; ++i) bias[i] = static_cast<float>(i - 4);
+  for (int j = 0; j < n; ++j)
+    for (int i = 0; i < n; ++i) {
+      for (int k = 0; k < n; ++k) want[i + j * n] += a[i + k * n] * b[k + j * n];
+      want[i + j * n] += bias[i];  // the bias runs along the rows of D
+    }
+  const std::size_t bytes = n * n * sizeof(float);
+  constexpr std::size_t ws_bytes = std::size_t{4} << 20;
+  float *da = nullptr, *db = nullptr, *dc = nullptr, *daux = nullptr, *dbias = nullptr;
+  void* ws = nullptr;
+  std::string err;
+  auto st = [&](cublasStatus_t s, const char* call) {
+    if (s != CUBLAS_STATUS_SUCCESS && err.empty()) err = std::string(call) + ": status " + std::to_string(static_cast<int>(s));
+    return s == CUBLAS_STATUS_SUCCESS;
+  };
+  // one matmul with epilogue e; false (err set) if cuBLASLt refuses it
+  auto run = [&](cublasLtEpilogue_t e) {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t l = nullptr;
+    cublasLtMatmulPreference_t pref = nullptr;
+    bool done = st(desc_create(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate") &&
+                st(desc_set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e), "epilogue") &&
+                st(desc_set(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias, sizeof dbias), "bias pointer");
+    if (done && e == CUBLASLT_EPILOGUE_GELU_AUX_BIAS) {
+      const std::int64_t ld = n;
+      done = st(desc_set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &daux, sizeof daux), "aux pointer") &&
+             st(desc_set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld), "aux ld");
+    }
+    const std::uint64_t wsb = ws_bytes;
+    done = done && st(layout_create(&l, CUDA_R_32F, n, n, n), "cublasLtMatrixLayoutCreate") &&
+           st(pref_create(&pref), "cublasLtMatmulPreferenceCreate") &&
+           st(pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb), "workspace preference");
+    cublasLtMatmulHeuristicResult_t r{};
+    int found = 0;
+    done = done && st(heuristic(lt, desc, l, l, l, l, pref, 1, &r, &found), "cublasLtMatmulAlgoGetHeuristic");
+    if (done && found == 0) {
+      err = "no algorithm for the epilogue";
+      done = false;
+    }
+    const float one = 1.0f, zero = 0.0f;
+    done = done && st(matmul(lt, desc, &one, da, l, db, l, &zero, dc, l, dc, l, &r.algo, ws, ws_bytes, nullptr),
+                      "cublasLtMatmul");
+    if (pref) pref_destroy(pref);
+    if (l) layout_destroy(l);
+    if (desc) desc_destroy(desc);
+    return done && cuda_ok(cudaDeviceSynchronize(), "cublaslt", "cudaDeviceSynchronize");
+  };
+  if (cuda_ok(cudaMalloc(&da, bytes), "cublaslt", "cudaMalloc") && cuda_ok(cudaMalloc(&db, bytes), "cublaslt", "cudaMalloc") &&
+      cuda_ok(cudaMalloc(&dc, bytes), "cublaslt", "cudaMalloc") && cuda_ok(cudaMalloc(&daux, bytes), "cublaslt", "cudaMalloc") &&
+      cuda_ok(cudaMalloc(&dbias, n * sizeof(float)), "cublaslt", "cudaMalloc") &&
+      cuda_ok(cudaMalloc(&ws, ws_bytes), "cublaslt", "cudaMalloc")) {
+    cudaMemcpy(da, a.data(), bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(db, b.data(), bytes, cudaMemcpyHostToDevice);
+    cudaMemcpy(dbias, bias.data(), n * sizeof(float), cudaMemcpyHostToDevice);
+    std::vector<float> c(n * n, -1.0f), aux(n * n, -1.0f);
+    if (!run(CUBLASLT_EPILOGUE_BIAS)) {
+      fail("cublaslt", "bias epilogue: " + err);
+    } else if (cudaMemcpy(c.data(), dc, bytes, cudaMemcpyDeviceToHost) != cudaSuccess || c != want) {
+      fail("cublaslt", "bias epilogue: the 8x8x8 result differs from the host");
+    } else if (!run(CUBLASLT_EPILOGUE_GELU_AUX_BIAS)) {
+      fail("cublaslt", "bias + GELU epilogue: " + err);
+    } else {
+      cudaMemcpy(c.data(), dc, bytes, cudaMemcpyDeviceToHost);
+      cudaMemcpy(aux.data(), daux, bytes, cudaMemcpyDeviceToHost);
+      double worst = 0;
+      for (int i = 0; i < n * n; ++i) {
+        const double x = want[i], g = 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+        worst = std::fmax(worst, std::fabs(c[i] - g) / (1 + std::fabs(g)));
+      }
+      if (aux != want)
+        fail("cublaslt", "bias + GELU epilogue: the kept GELU input differs from the host's product");
+      else if (!(worst <= 1e-5))
+        fail("cublaslt", "bias + GELU epilogue: GELU differs from the tanh form by " + std::to_string(worst));
+      else
+        ok("cublaslt", "bias and bias + GELU epilogues on an 8x8x8 matmul as the host (GELU within " +
+                           std::to_string(worst) + " of the tanh form; " + origin(reinterpret_cast<void*>(matmul)) +
+                           ")");
+    }
+  }
+  cudaFree(da);
+  cudaFree(db);
+  cudaFree(dc);
+  cudaFree(daux);
+  cudaFree(dbias);
+  cudaFree(ws);
+  destroy(lt);
+}
+
 void nccl_check() {
   void* lib = open_lib("nccl", nccl_soname);
   if (lib == nullptr) return;
@@ -269,7 +399,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--no-mpi")) mpi = 0;
     else if (!std::strcmp(argv[i], "--list-libs") && i + 1 < argc) list = argv[++i];
     else if (!std::strcmp(argv[i], "--lib-names")) {
-      std::printf("%s %s\n", cublas_soname, nccl_soname);
+      std::printf("%s %s %s\n", cublas_soname, cublaslt_soname, nccl_soname);
       return 0;
     } else {
       std::fprintf(stderr, "usage: gpu_smoke [--no-gpu] [--mpi|--no-mpi] [--list-libs DIR] [--lib-names]\n");
@@ -322,6 +452,7 @@ int main(int argc, char** argv) {
     if (rc == 0) {
       context_and_kernel();
       cublas_check();
+      cublaslt_check();
       nccl_check();
     }
   } else {
