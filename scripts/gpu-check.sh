@@ -62,7 +62,8 @@
 #                  equals off bitwise; resume is bitwise; --kernel-times' table (CUDA events)
 #                  adds up and changes no loss (check_kernel_times.py);
 #                  2 ranks without --share-gpu stop with one line
-#   2e trainer-throughput  gpt2-124m (B 8, T 1024) on one GPU, 10 steps each, median of steps
+#   2e trainer-throughput  gpt2-124m (B THROUGHPUT_BATCH, default 32: about 20 GB of fp32
+#                  activations by model.hpp's buffer sizes, T 1024) on one GPU, 10 steps each, median of steps
 #                  3-10: train_gpt --device cuda fp32, bf16 and bf16 with --gemm-epilogues
 #                  off, and in the same run PyTorch
 #                  (the machine's, kit/py/reference_gpt.py: the same model) fp32 with TF32
@@ -384,7 +385,7 @@ finish() {
     tt=$(grep -h '^{"impl"' "$WORK"/trainer-throughput.log 2>/dev/null || true)
     if [ -n "$tt" ]; then
       echo
-      echo "gpt2-124m, B 8 x T 1024, one GPU (median of steps 3-10; TFLOP/s: train_gpt's count of the step's FLOPs):"
+      echo "gpt2-124m, B ${THROUGHPUT_BATCH:-32} x T 1024, one GPU (median of steps 3-10; TFLOP/s: train_gpt's count of the step's FLOPs):"
       echo
       echo "| implementation | precision | attention | ms/step | tokens/s | TFLOP/s |"
       echo "|---|---|---|---:|---:|---:|"
@@ -688,7 +689,8 @@ trainer_cuda() {
 trainer_throughput() {
   local d=$WORK/trainer-throughput rc=0 prec
   mkdir -p "$d"
-  local M="--model gpt2-124m --steps 10 --sample 0 --eval-every 0 --eval-batches 1 --quiet --data $KIT/data/corpus.txt"
+  local B=${THROUGHPUT_BATCH:-32}
+  local M="--model gpt2-124m --batch $B --steps 10 --sample 0 --eval-every 0 --eval-batches 1 --quiet --data $KIT/data/corpus.txt"
   local run
   # fp32, bf16, and bf16 without cuBLASLt's epilogues (what fusing bias and GELU buys)
   for run in fp32 bf16 bf16:off; do
@@ -696,14 +698,14 @@ trainer_throughput() {
     # shellcheck disable=SC2086
     kit_env mpirun -np 1 --allow-run-as-root --bind-to none "$BIN/train_gpt" $M --device cuda --precision $prec \
         $([ "$run" = bf16:off ] && echo --gemm-epilogues off) --metrics "$d/train_gpt-${run/:/-}.jsonl" || rc=1
-    python3 - "$d/train_gpt-${run/:/-}.jsonl" "$prec" "$run" <<'PY' || rc=1
+    python3 - "$d/train_gpt-${run/:/-}.jsonl" "$prec" "$run" "$B" <<'PY' || rc=1
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])][2:]
 ms = statistics.median(r["ms"] for r in rows)
 fl = rows[-1]["flops_step"]["actual"]
 off = sys.argv[3].endswith(":off")
 print(json.dumps({"impl": "train_gpt --device cuda" + (" --gemm-epilogues off" if off else ""), "precision": sys.argv[2],
-                  "attention": "own (flash-style)", "ms": round(ms, 2), "tokens_per_s": round(8 * 1024 / ms * 1e3),
+                  "attention": "own (flash-style)", "ms": round(ms, 2), "tokens_per_s": round(int(sys.argv[4]) * 1024 / ms * 1e3),
                   "tflops": round(fl / ms / 1e9, 1)}))
 PY
   done
@@ -717,7 +719,7 @@ PY
   pt() {  # pt PRECISION [--compile|--profile N]: PyTorch's line as JSON
     local out
     out=$(${PT_TIMEOUT:+timeout "$PT_TIMEOUT"} python3 "$KIT/py/reference_gpt.py" --bench --model gpt2-124m \
-          --device cuda --sdpa --steps 10 --data "$KIT/data/corpus.txt" --precision "$@" 2>&1) ||
+          --batch "$B" --device cuda --sdpa --steps 10 --data "$KIT/data/corpus.txt" --precision "$@" 2>&1) ||
       { echo "$out" | tail -5; return 1; }
     case " $* " in *" --profile "*) echo "$out" | grep '^pytorch kernel times' -A 40 >"$WORK/kernels-pytorch.txt" ;; esac
     echo "$out" | grep '^pytorch '
@@ -727,7 +729,7 @@ l = sys.stdin.read()
 ms = float(re.search(r"median ms/step ([0-9.]+)", l).group(1))
 print(json.dumps({"impl": "PyTorch " + l.split()[1] + (" compiled" if "compile=yes" in l else " eager"),
                   "precision": re.search(r"precision=(\S+)", l).group(1), "attention": "SDPA",
-                  "ms": ms, "tokens_per_s": round(8 * 1024 / ms * 1e3)}))'
+                  "ms": ms, "tokens_per_s": round(int(re.search(r"batch=([0-9]+)", l).group(1)) * 1024 / ms * 1e3)}))'
   }
   pt fp32 || rc=1
   pt bf16 --profile 3 || rc=1  # then 3 steps under torch.profiler: its kernel times

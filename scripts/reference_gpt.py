@@ -249,7 +249,9 @@ def bench(args):
     if args.sdpa and not hasattr(F, "scaled_dot_product_attention"):
         raise SystemExit(f"reference_gpt: --sdpa needs PyTorch 2 (this is {torch.__version__})")
     p = PRESETS[args.model]
-    cfg = dict(arch=args.arch, V=256, T=p["T"], L=p["L"], C=p["C"], NH=p["NH"], B=p["B"], steps=args.steps,
+    if args.batch < 0:
+        raise SystemExit(f"reference_gpt: --batch {args.batch}: a count of sequences, or 0 for the preset's")
+    cfg = dict(arch=args.arch, V=256, T=p["T"], L=p["L"], C=p["C"], NH=p["NH"], B=args.batch or p["B"], steps=args.steps,
                warmup=2, lr=p["lr"], min_lr_frac=0.1, wd=0.1, beta1=0.9, beta2=0.95, eps=1e-8, clip=1.0,
                sdpa=args.sdpa)
     hd = cfg["C"] // cfg["NH"]
@@ -289,7 +291,7 @@ def bench(args):
         print(f"reference_gpt: {openblas_core.describe()}")
     print(f"pytorch {torch.__version__} arch={args.arch} model={args.model} {where} precision={args.precision} "
           f"attention={'sdpa' if args.sdpa else 'explicit'} compile={'yes' if args.compile else 'no'} "
-          f"median ms/step {steady * 1e3:.2f} tokens/s {B * T / steady:.0f} final loss {loss:.4f}")
+          f"batch={B} median ms/step {steady * 1e3:.2f} tokens/s {B * T / steady:.0f} final loss {loss:.4f}")
     if args.profile > 0:
         def step_at(s):
             i = (s % batches) * B * T
@@ -345,6 +347,7 @@ def main():
     ap.add_argument("--arch", default="gpt2", choices=("gpt2", "neox"))
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=12)
+    ap.add_argument("--batch", type=int, default=0, help="--bench: sequences per step (0: the preset's)")
     ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "data", "kjv.txt"))
     ap.add_argument("--device", default="cpu", help="--bench: cpu or cuda (fp32 there has TF32 off)")
     ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"), help="--bench: bf16 = autocast to bfloat16")

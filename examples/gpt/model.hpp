@@ -120,13 +120,16 @@ class basic_stage_model {
     grads = be_.template make_array<float>(z(off));
 
     // activations: one region per micro-batch (1F1B keeps up to pp of them alive; we keep all)
-    const std::int64_t per_layer = N_ * C_ * 4 + N_ * 4 + N_ * 3 * Cl_ + S_ * nh_ * T_ * T_ + N_ * Cl_ + 2 * N_ * Hl_;
+    // attention's saved state: the probabilities on the cpu backend (T x T per sequence and
+    // head), the flash kernel's row statistics on the portable one (2 T): ops' attention_floats
+    att_numel_ = S_ * nh_ * be_.attention_floats(T_);
+    per_layer_ = N_ * C_ * 4 + N_ * 4 + N_ * 3 * Cl_ + att_numel_ + N_ * Cl_ + 2 * N_ * Hl_;
     // head: the final LayerNorm (not in post-LN BERT), BERT's MLM transform (head_of());
     // BERT post-LN's first stage: the embedding sum and its LayerNorm statistics (embed_of())
     if (last_ && !c.bert_post_ln()) head_numel_ = N_ * C_ + 2 * N_;
     if (last_ && c.is_bert()) head_numel_ += 3 * N_ * C_ + 2 * N_;
     embed_numel_ = first_ && c.bert_post_ln() ? N_ * C_ + 2 * N_ : 0;
-    act_stride_ = N_ * C_ + per_layer * (l1_ - l0_) + head_numel_ + embed_numel_;
+    act_stride_ = N_ * C_ + per_layer_ * (l1_ - l0_) + head_numel_ + embed_numel_;
     acts_ = be_.template make_array<float>(z(act_stride_ * M_));
     dres_ = be_.template make_array<float>(z(N_ * C_));
     dln_a_ = be_.template make_array<float>(z(N_ * C_));
@@ -134,7 +137,7 @@ class basic_stage_model {
     dhid_ = be_.template make_array<float>(z(N_ * Hl_));
     dqkv_ = be_.template make_array<float>(z(N_ * 3 * Cl_));
     datty_ = be_.template make_array<float>(z(N_ * Cl_));
-    dP_ = be_.template make_array<float>(z(T_ * T_));
+    dP_ = be_.template make_array<float>(z(std::max<std::int64_t>(1, be_.attention_scratch_floats(T_))));
     if (last_) {
       logits_ = be_.template make_array<float>(z(N_ * Vl_));
       ce_max_ = be_.template make_array<float>(z(N_));
@@ -386,14 +389,13 @@ class basic_stage_model {
 
   layer_a acts_of(int mb, int l) {
     float* p = acts_.data() + act_stride_ * mb + N_ * C_;
-    const std::int64_t per_layer = N_ * C_ * 4 + N_ * 4 + N_ * 3 * Cl_ + S_ * nh_ * T_ * T_ + N_ * Cl_ + 2 * N_ * Hl_;
-    p += per_layer * (l - l0_);
+    p += per_layer_ * (l - l0_);
     layer_a a{};
     a.ln1 = p; p += N_ * C_;
     a.mean1 = p; p += N_;
     a.rstd1 = p; p += N_;
     a.qkv = p; p += N_ * 3 * Cl_;
-    a.att = p; p += S_ * nh_ * T_ * T_;
+    a.att = p; p += att_numel_;
     a.atty = p; p += N_ * Cl_;
     a.r1 = p; p += N_ * C_;
     a.ln2 = p; p += N_ * C_;
@@ -680,7 +682,7 @@ class basic_stage_model {
   bool first_ = true, last_ = true, causal_ = true;
   int l0_ = 0, l1_ = 0;
   int T_ = 0, C_ = 0, nh_ = 0, hd_ = 0, Cl_ = 0, Hl_ = 0, Vl_ = 0, rot_ = 0;
-  std::int64_t N_ = 0, act_stride_ = 0, head_numel_ = 0, embed_numel_ = 0, correct_ = 0;
+  std::int64_t N_ = 0, act_stride_ = 0, per_layer_ = 0, att_numel_ = 0, head_numel_ = 0, embed_numel_ = 0, correct_ = 0;
   array<float> acts_, dres_, dln_a_, dln_b_, dhid_, dqkv_, datty_, dP_, logits_, ce_max_, ce_gather_, ce_sums_;
   array<float> cos_, sin_;
   array<int> tokens_, targets_;  // staged micro-batch (backends without host memory)

@@ -12,7 +12,8 @@
 //   fill, layernorm_forward/backward, matmul_forward/backward, matmul_gelu_forward/backward,
 //   gelu_forward/backward, rotary_apply, attention_forward/backward, residual_forward,
 //   add_inplace, add_bias_rows, round_bf16, embed_tokens, add_positions, embed_tokens_backward,
-//   add_positions_backward, ce_row_max, ce_sums, ce_grad, bf16_gemms, reserve_gemm_workspace.
+//   add_positions_backward, ce_row_max, ce_sums, ce_grad, bf16_gemms, reserve_gemm_workspace,
+//   attention_floats, attention_scratch_floats.
 // Memory: `array<T>` (here std::vector<T>) is the backend's buffer, made zeroed by make_array;
 // host_memory says whether the model may read it from the host (if not, it stages tokens and
 // targets with upload and reads small results back with download); host_accessible whether
@@ -150,7 +151,10 @@ struct cpu_ops {
     const auto timed = tick("attention_fwd");
     k::attention_forward(out, att, qkv, B, T, nh, hd, causal);
   }
-  // scratch: T * T floats.
+  // What attention keeps per sequence and head for backward (the probabilities), and the
+  // backward's scratch: T * T floats each.
+  static constexpr idx attention_floats(idx T) { return T * T; }
+  static constexpr idx attention_scratch_floats(idx T) { return T * T; }
   void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, float* att,
                           const float* /*out*/, idx B, idx T, idx nh, idx hd, bool causal) const {
     const auto timed = tick("attention_bwd");

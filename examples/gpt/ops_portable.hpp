@@ -231,6 +231,10 @@ struct portable_ops {
     const portable::attention_forward k{out, att, qkv, i32(B), i32(T), i32(nh), i32(hd), causal};
     ex.launch(k.league(), attention_team, k);
   }
+  // What attention keeps per sequence and head for backward: the rows' log-sum-exp, and D
+  // after it in backward (2 T floats, not the T x T probabilities); no scratch.
+  static constexpr idx attention_floats(idx T) { return 2 * T; }
+  static constexpr idx attention_scratch_floats(idx) { return 0; }
   void attention_backward(float* dqkv, float* /*scratch*/, const float* dout, const float* qkv, float* att,
                           const float* out, idx B, idx T, idx nh, idx hd, bool causal) const {
     check_attention(T, hd);
