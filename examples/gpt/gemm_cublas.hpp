@@ -24,7 +24,8 @@
 // a shape it has none for (GELU's leading dimension must divide by 8; bias and aux must be
 // 16-byte aligned) is left to portable_ops' own kernels and counted (fusion_counts()).
 // cuBLAS gives the same bits on every run on one GPU model and toolkit, which --deterministic
-// relies on; so does cuBLASLt with a fixed algorithm and workspace.
+// relies on; so does cuBLASLt with a fixed algorithm and workspace, and which GEMMs fuse
+// depends only on shapes and buffer offsets, the same in every run of one configuration.
 #pragma once
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -169,7 +170,7 @@ struct cublas_gemm {
     bool ok = false;
     cublasLtMatmulAlgo_t algo{};
   };
-  using plan_key = std::tuple<int, bool, bool, idx, idx, idx, idx, idx, idx, int, int, int, int, int, bool>;
+  using plan_key = std::tuple<int, bool, bool, idx, idx, idx, idx, idx, idx, int, int, int, int, int, bool, bool>;
   // The bf16 mode and its operand scratch, grown as needed (freed stream-ordered), cuBLASLt's
   // handle, workspace and plans: shared by copies, one host thread at a time, as the handle.
   struct state {
@@ -217,8 +218,12 @@ struct cublas_gemm {
     lt_call d;
     const bool tf32 = s_->opt.tf32 && !s_->bf16;
     cublasLtMatmulDesc_t desc = nullptr;
-    cublas_check(cublasLtMatmulDescCreate(&desc, tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F),
-                 "cublasLtMatmulDescCreate");
+    // the plain path's math: fp32 pedantic (the handle's CUBLAS_PEDANTIC_MATH), TF32 if asked,
+    // bf16 operands with cuBLAS's default fp32 compute (as cublasGemmEx there)
+    const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                        : s_->bf16 ? CUBLAS_COMPUTE_32F
+                                                   : CUBLAS_COMPUTE_32F_PEDANTIC;
+    cublas_check(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
     d.desc.reset(desc);
     const cublasOperation_t op_a = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     set(desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
@@ -251,7 +256,7 @@ struct cublas_gemm {
     // bf16 operands are converted into the scratch, whose alignment is that of an allocation.
     const int aa = s_->bf16 ? 256 : align(A), ab = s_->bf16 ? 256 : align(B), ac = align(C);
     const plan_key k{static_cast<int>(e), trans_a, trans_b, M, N, K, lda, ldb, ldc, aa, ab, ac, align(bias),
-                     align(aux), bias != nullptr};
+                     align(aux), bias != nullptr, s_->bf16};
     auto [it, fresh] = s_->plans.try_emplace(k);
     if (!fresh) return it->second;
     const lt_call d = describe(e, trans_a, trans_b, M, N, K, lda, ldb, ldc, bias, aux);
@@ -271,6 +276,8 @@ struct cublas_gemm {
     int found = 0;
     const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(s_->lt.get(), d.desc.get(), d.a.get(), d.b.get(), d.c.get(),
                                                              d.c.get(), pref, 1, &r, &found);
+    // no algorithm: the separate kernels; any other failure is a bug in the descriptors
+    if (st != CUBLAS_STATUS_NOT_SUPPORTED) cublas_check(st, "cublasLtMatmulAlgoGetHeuristic");
     if (st == CUBLAS_STATUS_SUCCESS && found > 0 && r.state == CUBLAS_STATUS_SUCCESS) it->second = {true, r.algo};
     return it->second;
   }
