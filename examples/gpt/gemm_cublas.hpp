@@ -20,7 +20,7 @@
 // Epilogues (gemm_epilogue.hpp; on unless cublas_options::epilogues is false, i.e.
 // --gemm-epilogues off): bias, bias + GELU (keeping GELU's input) and GELU's gradient fused
 // into the GEMM by cublasLtMatmul, same operand types and math as above. The algorithm for
-// each shape and pointer alignment is cuBLASLt's first heuristic choice, asked once and kept;
+// each shape and pointer alignment is cuBLASLt's first heuristic choice, asked once and kept with its descriptors;
 // a shape it has none for (GELU's leading dimension must divide by 8; bias and aux must be
 // 16-byte aligned) is left to portable_ops' own kernels and counted (fusion_counts()).
 // cuBLAS gives the same bits on every run on one GPU model and toolkit, which --deterministic
@@ -121,7 +121,8 @@ struct cublas_gemm {
       a = converted(s_->a, A, operand_span(trans_a ? K : M, trans_a ? M : K, lda));
       b = converted(s_->b, B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb));
     }
-    const lt_call d = describe(e, trans_a, trans_b, M, N, K, lda, ldb, ldc, bias, aux);
+    const lt_call& d = p.d;
+    point(d.desc.get(), e, bias, aux);
     const float one = 1.f, zero = 0.f;
     const cublasStatus_t st =
         cublasLtMatmul(s_->lt.get(), d.desc.get(), &one, b, d.a.get(), a, d.b.get(), &zero, C, d.c.get(), C,
@@ -164,11 +165,23 @@ struct cublas_gemm {
   struct destroy_lt {
     void operator()(cublasLtHandle_t h) const noexcept { cublasLtDestroy(h); }
   };
-  // A cuBLASLt algorithm for one GEMM shape, epilogue and set of pointer alignments (ok false:
-  // cuBLASLt has none).
+  // cuBLASLt's descriptors of one GEMM shape and epilogue (its pointers set per call).
+  struct lt_call {
+    struct free_desc {
+      void operator()(cublasLtMatmulDesc_t d) const noexcept { cublasLtMatmulDescDestroy(d); }
+    };
+    struct free_layout {
+      void operator()(cublasLtMatrixLayout_t l) const noexcept { cublasLtMatrixLayoutDestroy(l); }
+    };
+    std::unique_ptr<cublasLtMatmulDescOpaque_t, free_desc> desc;
+    std::unique_ptr<cublasLtMatrixLayoutOpaque_t, free_layout> a, b, c;  // cuBLAS's A (our B), B (our A), C = D
+  };
+  // A cuBLASLt algorithm and the descriptors for one GEMM shape, epilogue and set of pointer
+  // alignments (ok false: cuBLASLt has none).
   struct plan {
     bool ok = false;
     cublasLtMatmulAlgo_t algo{};
+    lt_call d;
   };
   using plan_key = std::tuple<int, bool, bool, idx, idx, idx, idx, idx, idx, int, int, int, int, int, bool, bool>;
   // The bf16 mode and its operand scratch, grown as needed (freed stream-ordered), cuBLASLt's
@@ -183,17 +196,6 @@ struct cublas_gemm {
     std::map<plan_key, plan> plans;
     std::size_t fused = 0, unfused = 0;
     state(hcomm::exec::cuda e, cublas_options o) : ex(e), opt(o) {}
-  };
-  // cuBLASLt's descriptors of one call, destroyed with it.
-  struct lt_call {
-    struct free_desc {
-      void operator()(cublasLtMatmulDesc_t d) const noexcept { cublasLtMatmulDescDestroy(d); }
-    };
-    struct free_layout {
-      void operator()(cublasLtMatrixLayout_t l) const noexcept { cublasLtMatrixLayoutDestroy(l); }
-    };
-    std::unique_ptr<cublasLtMatmulDescOpaque_t, free_desc> desc;
-    std::unique_ptr<cublasLtMatrixLayoutOpaque_t, free_layout> a, b, c;  // cuBLAS's A (our B), B (our A), C = D
   };
   std::shared_ptr<cublasContext> h_;
   std::shared_ptr<state> s_;
@@ -210,6 +212,11 @@ struct cublas_gemm {
   template <class T>
   static void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t what, const T& v) {
     cublas_check(cublasLtMatmulDescSetAttribute(d, what, &v, sizeof v), "cublasLtMatmulDescSetAttribute");
+  }
+  // The epilogue's bias and aux pointers of this call.
+  static void point(cublasLtMatmulDesc_t desc, gemm_epilogue e, const float* bias, const float* aux) {
+    if (bias && e != gemm_epilogue::dgelu) set(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+    if (e != gemm_epilogue::bias) set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
   }
   // Row-major C[M,N] = op(A) op(B) is column-major C^T = op(B)^T op(A)^T, as in operator():
   // cuBLASLt's A is our B, its B our A, its bias runs along C^T's N rows.
@@ -233,11 +240,8 @@ struct cublas_gemm {
                                    : bias                      ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
                                                                : CUBLASLT_EPILOGUE_GELU_AUX;
     set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
-    if (bias && e != gemm_epilogue::dgelu) set(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-    if (e != gemm_epilogue::bias) {
-      set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux);
-      set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<std::int64_t>(ldc));
-    }
+    point(desc, e, bias, aux);  // the heuristic reads the pointers' alignment
+    if (e != gemm_epilogue::bias) set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<std::int64_t>(ldc));
     const cudaDataType_t in = s_->bf16 ? CUDA_R_16BF : CUDA_R_32F;
     auto layout = [](cudaDataType_t t, idx rows, idx cols, idx ld) {
       cublasLtMatrixLayout_t l = nullptr;
@@ -259,7 +263,8 @@ struct cublas_gemm {
                      align(aux), bias != nullptr, s_->bf16};
     auto [it, fresh] = s_->plans.try_emplace(k);
     if (!fresh) return it->second;
-    const lt_call d = describe(e, trans_a, trans_b, M, N, K, lda, ldb, ldc, bias, aux);
+    it->second.d = describe(e, trans_a, trans_b, M, N, K, lda, ldb, ldc, bias, aux);
+    const lt_call& d = it->second.d;
     cublasLtMatmulPreference_t pref = nullptr;
     cublas_check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
     std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(&cublasLtMatmulPreferenceDestroy)> own(
@@ -278,7 +283,10 @@ struct cublas_gemm {
                                                              d.c.get(), pref, 1, &r, &found);
     // no algorithm: the separate kernels; any other failure is a bug in the descriptors
     if (st != CUBLAS_STATUS_NOT_SUPPORTED) cublas_check(st, "cublasLtMatmulAlgoGetHeuristic");
-    if (st == CUBLAS_STATUS_SUCCESS && found > 0 && r.state == CUBLAS_STATUS_SUCCESS) it->second = {true, r.algo};
+    if (st == CUBLAS_STATUS_SUCCESS && found > 0 && r.state == CUBLAS_STATUS_SUCCESS) {
+      it->second.ok = true;
+      it->second.algo = r.algo;
+    }
     return it->second;
   }
   const hcomm::bf16* converted(device_array<hcomm::bf16, hcomm::exec::cuda>& to, const float* x, std::size_t n) const {
