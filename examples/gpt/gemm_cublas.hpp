@@ -21,8 +21,9 @@
 // --gemm-epilogues off): bias, bias + GELU (keeping GELU's input) and GELU's gradient fused
 // into the GEMM by cublasLtMatmul, same operand types and math as above. The algorithm for
 // each shape and pointer alignment is cuBLASLt's first heuristic choice, asked once and kept
-// with its descriptors; a shape it has none for (GELU's leading dimension must divide by 8; bias and aux must be
-// 16-byte aligned) is left to portable_ops' own kernels and counted (fusion_counts()).
+// with its descriptors; a shape it has none for (GELU's leading dimension must divide by 8;
+// bias and aux must be 16-byte aligned) is left to portable_ops' own kernels and counted
+// (fusion_counts()).
 // cuBLAS gives the same bits on every run on one GPU model and toolkit, which --deterministic
 // relies on; so does cuBLASLt with a fixed algorithm and workspace, and which GEMMs fuse
 // depends only on shapes and buffer offsets, the same in every run of one configuration.
