@@ -43,7 +43,14 @@
 # yielding, on a machine with fewer cores than ranks, every OpenMPI collective with an
 # exchange waits for a scheduler tick before the kernel moves its bytes, and a 2-rank
 # allreduce falls well below the link rate (bench/comm/RESULTS.md has the figures).
+#
+# The TCP BTL's progress thread (btl_tcp_progress_thread 1) moves a message's fragments while
+# the rank computes, as a cluster's NIC does (RDMA) without the rank calling into MPI; unless
+# PROGRESS=0. Without it a non-blocking collective started during backward advances only in
+# the rank's MPI_Test calls, which a rank sharing its core with compute makes every few ms, and
+# the overlapped DP reduction hides half as much (bench/model/RESULTS.md).
 YIELD=${YIELD:-1}
+PROGRESS=${PROGRESS:-1}
 BTL=${BTL:-self,vader,tcp}
 BIND=${BIND:-none}
 PREFIX=${NETNS_PREFIX:-hcn}
@@ -210,7 +217,7 @@ ip netns exec "${PREFIX}-0" unshare --uts sh -c "hostname ${PREFIX}-0; exec \"\$
     --mca plm_rsh_agent "$WORK/agent" --mca plm_rsh_no_tree_spawn 1 \
     --mca btl "$BTL" --mca oob_tcp_if_include 10.77.0.0/24 --mca btl_tcp_if_include 10.77.0.0/24 \
     ${OMP_NUM_THREADS:+-x OMP_NUM_THREADS="$OMP_NUM_THREADS"} \
-    --mca mpi_yield_when_idle "$YIELD" \
+    --mca mpi_yield_when_idle "$YIELD" --mca btl_tcp_progress_thread "$PROGRESS" \
     ${MPIRUN_EXTRA:-} \
     "$@" <&0 9>&- &
 RUN_PID=$!

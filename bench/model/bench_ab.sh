@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench_ab.sh: train_gpt's step time under two option sets, A and B, alternating (A, B)
-# REPEATS times on 8 ranks, the same model, data and steps otherwise. GRID is DPxPPxTP
-# (default 2x2x2). NET empty: 8 ranks over shared memory; NET=100mbit: scripts/netns-mpirun.sh,
-# 4 nodes of 2 ranks (TP inside a node, DP and PP across the rate-limited links). Prints one
+# REPEATS times, the same model, data and steps otherwise. GRID is DPxPPxTP (default 2x2x2, 8
+# ranks; at most 8 ranks). NET empty: the ranks over shared memory; NET=100mbit:
+# scripts/netns-mpirun.sh, DPxPP nodes of TP ranks each (TP inside a node, DP and PP across the
+# rate-limited links: 2x2x2 is 4 nodes of 2 ranks, 2x1x1 2 nodes of one rank). Prints one
 # line per run (median ms/step without the first 2 steps; the medians of its two parts as
 # train_gpt's metrics report them: the 1F1B pipeline, then the wait for the DP reduction that
 # the pipeline did not hide, each the maximum over the ranks; the first step's raw bytes per
@@ -16,9 +17,10 @@ EXE=$(readlink -f "${1:-build/examples/gpt/train_gpt}")
 A=${A:?"bench_ab: set A and B to the two option sets"} B=${B:?"bench_ab: set A and B to the two option sets"}
 NET=${NET:-} REPEATS=${REPEATS:-3} STEPS=${STEPS:-20} MODEL=${MODEL:-tiny}
 EXTRA=${EXTRA-"--layers 4 --heads 8"} SCHEME=${SCHEME:-none} GRID=${GRID:-2x2x2}
-[[ $GRID =~ ^([1-8])x([1-8])x([1-8])$ ]] && (( BASH_REMATCH[1] * BASH_REMATCH[2] * BASH_REMATCH[3] == 8 )) ||
-  { echo "bench_ab: GRID '$GRID' is not DPxPPxTP with 8 ranks" >&2; exit 2; }
+[[ $GRID =~ ^([1-8])x([1-8])x([1-8])$ ]] && (( BASH_REMATCH[1] * BASH_REMATCH[2] * BASH_REMATCH[3] <= 8 )) ||
+  { echo "bench_ab: GRID '$GRID' is not DPxPPxTP with at most 8 ranks" >&2; exit 2; }
 DP=${BASH_REMATCH[1]} PP=${BASH_REMATCH[2]} TP=${BASH_REMATCH[3]}
+RANKS=$((DP * PP * TP)) NODES=$((DP * PP))
 OUT=${OUT:-out/bench-ab}
 mkdir -p "$OUT"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
@@ -27,9 +29,9 @@ run() {  # $1: the option set, $2: metrics file
               $1 --data "$PWD/data/kjv.txt" --metrics "$2" --quiet --sample 0)
   rm -f "$2"
   if [ -n "$NET" ]; then
-    scripts/netns-mpirun.sh --nodes 4 --ranks-per-node 2 --rate "$NET" -- "$EXE" "${args[@]}" >&2
+    scripts/netns-mpirun.sh --nodes "$NODES" --ranks-per-node "$TP" --rate "$NET" -- "$EXE" "${args[@]}" >&2
   else
-    mpiexec --oversubscribe -n 8 -x OMP_NUM_THREADS "$EXE" "${args[@]}" >&2
+    mpiexec --oversubscribe -n "$RANKS" -x OMP_NUM_THREADS "$EXE" "${args[@]}" >&2
   fi
 }
 echo "# $(hostname), $(nproc --all) cpus, net ${NET:-shm}, grid $GRID (dp x pp x tp), model $MODEL $EXTRA, scheme $SCHEME, $STEPS steps; A: $A; B: $B"
