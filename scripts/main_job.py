@@ -15,8 +15,9 @@ are `compute_ms=<ms>` and `rate=<R>kbit`.
 
 `summary`: the two runs side by side: tokens/s and median step (steps 3..), the speed-up
 (given --rate, against the target of 1.3x), the final validation losses and their gap against the target (0.5% of none's), the bytes per
-step of each axis (raw -> sent, all ranks), and, given --compute-ms, the uncompressed step
-as a multiple of the compute step.
+step of each axis (raw -> sent, all ranks), the compressed run's codec time per step and axis
+(median; encoding and decoding on the slowest rank), and, given --compute-ms, the uncompressed
+step as a multiple of the compute step.
 """
 import argparse
 import json
@@ -59,6 +60,12 @@ def load(path):
 def steady(rows):
     """The steps after the first two (connections, first-touch allocations), or all if few."""
     return rows[2:] if len(rows) > 2 else rows
+
+
+def median_of(rows, key):
+    """The median of key(row) over the steady steps; None if a row lacks it."""
+    vals = [key(r) for r in steady(rows)]
+    return None if not vals or any(v is None for v in vals) else statistics.median(vals)
 
 
 def median_ms(rows):
@@ -147,6 +154,10 @@ def cmd_summary(args):
         c = rows[-1]["comm"]
         parts = ", ".join(f"{x} {c[x]['raw'] / 1e6:.3f}->{c[x]['sent'] / 1e6:.3f}" for x in AXES)
         print(f"summary: MB per step raw->sent (all ranks), {label:<{w}}: {parts}")
+    codec = {x: median_of(a, lambda r: r["comm"][x].get("codec_ms")) for x in AXES}
+    if all(v is not None for v in codec.values()):
+        parts = ", ".join(f"{x} {codec[x]:.1f}" for x in AXES)
+        print(f"summary: codec ms per step (encoding and decoding, the slowest rank), {name}: {parts}")
     if args.rate:
         print(f"summary: links of {args.rate} each way")
     if args.axes:

@@ -7,7 +7,8 @@
 # line per run (median ms/step without the first 2 steps; the medians of its two parts as
 # train_gpt's metrics report them: the 1F1B pipeline, then the wait for the DP reduction that
 # the pipeline did not hide, each the maximum over the ranks; the first step's raw bytes per
-# axis, summed over the ranks) with the time of day and the load average.
+# axis, summed over the ranks; the median codec time per axis, the slowest rank's) with the
+# time of day and the load average.
 #
 #   A="--wire fp32" B="--wire bf16" EXTRA="--precision bf16" NET=100mbit MODEL=small STEPS=8 \
 #     bench/model/bench_ab.sh build/examples/gpt/train_gpt
@@ -45,9 +46,11 @@ rows = [json.loads(l) for l in open(sys.argv[1])]
 steady = [x for x in rows if x["step"] > 2]
 med = lambda k: statistics.median(x[k] for x in steady)
 mb = lambda ax: rows[0]["comm"][ax]["raw"] / 1e6
+codec = lambda ax: statistics.median(x["comm"][ax].get("codec_ms", float("nan")) for x in steady)
 print(f"{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.2f} run {sys.argv[3]} {sys.argv[2]} "
       f"median {med('ms'):8.1f} ms/step  (min {min(x['ms'] for x in steady):.1f}; pipeline {med('pipeline_ms'):.1f}, "
       f"then DP wait {med('dp_wait_ms'):.1f}; MB dp {mb('dp'):.2f} pp {mb('pp'):.2f} tp {mb('tp'):.2f}; "
+      f"codec ms dp {codec('dp'):.1f} pp {codec('pp'):.1f} tp {codec('tp'):.1f}; "
       f"final loss {rows[-1]['loss']:.6f})", flush=True)
 PY
   done

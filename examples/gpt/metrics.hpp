@@ -22,9 +22,11 @@
 
 namespace gpt {
 
-// One axis' bytes: (raw, sent) summed over all ranks.
+// One axis' bytes: (raw, sent) summed over all ranks; and the step's encoding and decoding
+// time on it, the ranks' maximum (0 uncompressed).
 struct axis_bytes {
   double raw = 0, sent = 0;
+  double codec_ms = 0;
 };
 using comm_bytes = std::array<axis_bytes, 3>;  // dp, pp, tp
 inline constexpr const char* axis_names[3] = {"dp", "pp", "tp"};
@@ -93,7 +95,8 @@ inline nlohmann::ordered_json to_json(const step_metrics& m) {
   j["attention_density"] = m.attention_density;
   j["phase"] = m.phase;
   j["dp_sparse_saved"] = m.dp_sparse_saved;
-  for (int a = 0; a < 3; ++a) j["comm"][axis_names[a]] = {{"raw", m.comm[a].raw}, {"sent", m.comm[a].sent}};
+  for (int a = 0; a < 3; ++a)
+    j["comm"][axis_names[a]] = {{"raw", m.comm[a].raw}, {"sent", m.comm[a].sent}, {"codec_ms", m.comm[a].codec_ms}};
   if (m.val_loss >= 0) j["val_loss"] = m.val_loss;
   if (m.val_acc >= 0) j["val_acc"] = m.val_acc;
   return j;
