@@ -882,12 +882,13 @@ class trainer {
       MPI_Allreduce(MPI_IN_PLACE, v, 7, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
       m.comm = {axis_bytes{v[0], v[1]}, axis_bytes{v[2], v[3]}, axis_bytes{v[4], v[5]}};
       m.dp_sparse_saved = v[6];
-      double ph[5] = {phase_ms_[0], phase_ms_[1], d.compress_seconds * 1e3, p.compress_seconds * 1e3,
-                      t.compress_seconds * 1e3};
-      MPI_Allreduce(MPI_IN_PLACE, ph, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      m.pipeline_ms = ph[0];
-      m.dp_wait_ms = ph[1];
-      for (int a = 0; a < 3; ++a) m.comm[a].codec_ms = ph[2 + a];
+      // the slowest rank's: the two phases, then each axis' codec time (dp, pp, tp)
+      double slowest[5] = {phase_ms_[0], phase_ms_[1], d.compress_seconds * 1e3, p.compress_seconds * 1e3,
+                           t.compress_seconds * 1e3};
+      MPI_Allreduce(MPI_IN_PLACE, slowest, 5, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      m.pipeline_ms = slowest[0];
+      m.dp_wait_ms = slowest[1];
+      for (int a = 0; a < 3; ++a) m.comm[a].codec_ms = slowest[2 + a];
     }
     m.sparse = sp_.active();
     m.flops = flops_of(sp_.total_flops());
