@@ -217,6 +217,11 @@ inline void add_options(CLI::App& app, cli& c) {
           "hcomm: wait by testing and sleeping N us (0: MPI_Wait; -2: test and yield the core; -1: -2 when more "
           "ranks share the host than it has CPUs, else 0)")->group(G);
   app.add_option_function<std::string>(
+         "--compress-inside-node", [&r](const std::string& v) { r.compress_inside_node = v == "on"; },
+         "hcomm: off sends the messages of an axis whose ranks all run on one node uncompressed (shared memory "
+         "or NVLink faster than the codec); the axes that cross nodes keep the scheme")
+      ->check(CLI::IsMember({"on", "off"}))->default_str("on")->group(G);
+  app.add_option_function<std::string>(
          "--overlap", [&r](const std::string& v) { r.overlap = v == "on"; },
          "DP gradient buckets all-reduced on a communication thread as backward finishes them (needs "
          "MPI_THREAD_MULTIPLE), or after backward")

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "cli.hpp"
 #include "collective.hpp"
@@ -74,6 +75,24 @@ gpt::run_result run_portable(const cli& c, const hcomm::grid& grid, const hcomm:
   return on_host_check.template operator()<hcomm::scheme::with_error_feedback<hcomm::scheme::zhybrid<16, 6>>>();
 }
 
+// --compress-inside-node off: rank 0 says which axes hcomm found inside one node, so that the
+// log shows what went uncompressed for that reason.
+template <class Bundle>
+void say_inside_node(Bundle& comm, const cli& c) {
+  if (c.run.compress_inside_node || c.run.quiet) return;
+  std::string raw, kept;
+  auto add = [](std::string& s, const char* axis) { s += s.empty() ? axis : std::string(", ") + axis; };
+  for (auto [axis, inside] : {std::pair{"dp", comm.dp().raw_inside_node()},
+                              std::pair{"pp", comm.pp().raw_inside_node()},
+                              std::pair{"tp", comm.tp().raw_inside_node()}})
+    add(inside ? raw : kept, axis);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (rank == 0)
+    std::printf("hcomm: --compress-inside-node off: uncompressed inside one node: %s; compressed by the scheme: %s\n",
+                raw.empty() ? "none" : raw.c_str(), kept.empty() ? "none" : kept.c_str());
+}
+
 gpt::run_result run_scheme(const cli& c, [[maybe_unused]] const gpt::node_place& node) {
   hcomm::grid grid(c.dp, c.pp, c.tp);
   if (c.run.scheme == "plain") {
@@ -83,6 +102,7 @@ gpt::run_result run_scheme(const cli& c, [[maybe_unused]] const gpt::node_place&
   hcomm::comm_options opt;
   if (c.run.compress_min_bytes >= 0) opt.threshold_bytes = static_cast<std::size_t>(c.run.compress_min_bytes);
   opt.idle_sleep_us = c.run.idle_sleep_us;
+  opt.compress_inside_node = c.run.compress_inside_node;
 #if HCOMM_GPT_CUDA
   if (c.run.device == "cuda") return gpt::train_on_cuda(c.cfg, c.run, grid, opt, node);
 #endif
@@ -92,6 +112,7 @@ gpt::run_result run_scheme(const cli& c, [[maybe_unused]] const gpt::node_place&
   if (c.run.device != "cpu") return run_portable(c, grid, opt);
   return hcomm::dispatch_scheme(c.run.scheme, [&]<class Scheme>() {
     hcomm::bundle<Scheme> comm(grid, opt);
+    say_inside_node(comm, c);
     return train(c, grid, comm);
   });
 }

@@ -15,6 +15,7 @@
 #   - the run prints the grid's axes (from --grid and from the command's --tp/--dp/--pp);
 #   - without OMP_NUM_THREADS, hcomm's thread count counts the ranks of every node (one
 #     machine, one kernel), not only a node's own;
+#   - --compress-inside-node off (hcomm-collective): raw inside one node, compressed across;
 #   - a failing rank's exit status comes back, and after it and after a SIGTERM mid-run
 #     no namespace or /etc/netns entry of the prefix is left; a second run with the same
 #     NETNS_PREFIX while one runs is refused (exit 2) and leaves the first one alone.
@@ -129,6 +130,28 @@ ok "control, BTL=self,tcp: $LO_MAX bytes over loopback"
 collective self,vader 1 2
 ok "1 node x 2 ranks on BTL=self,vader alone"
 left_behind "allreduce"
+
+# --compress-inside-node off: hcomm finds the nodes as MPI does (MPI_COMM_TYPE_SHARED, each
+# namespace a node): a communicator across 2 nodes still compresses (ratio near 2 at zfp:16),
+# one whose 2 ranks share a node sends raw (ratio 1); on, both compress.
+inside_node() {  # NODES RPN ON|OFF: sets RATIO and ONE_NODE of a 64 KiB zfp:16 allreduce
+  timeout 40 "$RUN" --nodes "$1" --ranks-per-node "$2" -- "$TOOL" --op allreduce --codec zfp:16 --bytes 64K \
+    --threshold 0 --iters 1 --warmup 0 --rounds 1 --compress-inside-node "$3" > "$WORK/out" 2> "$WORK/err" ||
+    die "inside-node $* failed: $(tail -5 "$WORK/err")"
+  RATIO=$(grep -o '"ratio":[0-9.]*' "$WORK/out" | head -1 | cut -d: -f2)
+  ONE_NODE=$(grep -o '"one_node":[a-z]*' "$WORK/out" | head -1 | cut -d: -f2)
+  [ -n "$RATIO" ] && [ -n "$ONE_NODE" ] || die "inside-node $*: no ratio or one_node: $(cat "$WORK/out")"
+}
+inside_node 2 1 off
+[ "$ONE_NODE" = false ] && awk -v r="$RATIO" 'BEGIN { exit !(r > 1.9) }' ||
+  die "2 nodes x 1 rank, --compress-inside-node off: one_node $ONE_NODE, ratio $RATIO (expected false, ~2)"
+inside_node 1 2 off
+[ "$ONE_NODE" = true ] && [ "$RATIO" = 1.0 ] ||
+  die "1 node x 2 ranks, --compress-inside-node off: one_node $ONE_NODE, ratio $RATIO (expected true, 1.0)"
+inside_node 1 2 on
+awk -v r="$RATIO" 'BEGIN { exit !(r > 1.9) }' || die "1 node x 2 ranks, --compress-inside-node on: ratio $RATIO"
+ok "--compress-inside-node off: compressed across 2 nodes, raw inside 1 node (which compresses with it on)"
+left_behind "inside-node"
 
 # The axes, from --grid and from the command line.
 timeout 40 "$RUN" --nodes 4 --ranks-per-node 2 --grid 2x2x2 -- true 2> "$WORK/err" || die "--grid run failed: $(cat "$WORK/err")"

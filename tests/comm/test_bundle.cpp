@@ -109,6 +109,58 @@ void exercise(const hcomm::grid& g) {
   CHECK(b.dp().stats().raw_bytes == 0 && b.tp().stats().calls == 0, name + " reset_stats");
   if (t::world_rank() == 0) std::printf("  %s ok\n", name.c_str());
 }
+// compress_inside_node = false: every axis of a one-node job (as mpiexec runs this test) sends
+// raw, so ZHybrid's lossy sums are MPI's exact ones; true compresses as before. A value that
+// differs across ranks is errc::mismatch at construction, on every rank.
+void inside_node(const hcomm::grid& g) {
+  using S = hcomm::scheme::zhybrid<16, 8>;
+  hcomm::comm_options o;
+  o.threshold_bytes = 0;
+  o.compress_inside_node = false;
+  hcomm::bundle<S> b(g, o);
+  CHECK(b.dp().raw_inside_node() && b.pp().raw_inside_node() && b.tp().raw_inside_node(),
+        "inside-node off on one node: every axis raw");
+  const std::size_t n = 5000;
+  for (auto axis : {hcomm::axis_id::dp, hcomm::axis_id::tp}) {
+    std::vector<float> x(n), ref(n);
+    for (std::size_t i = 0; i < n; ++i) x[i] = ref[i] = val(t::world_rank(), i);
+    MPI_Allreduce(MPI_IN_PLACE, ref.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, g.comm(axis));
+    if (axis == hcomm::axis_id::dp) b.dp().allreduce(std::span<float>(x));
+    else b.tp().allreduce(std::span<float>(x));
+    CHECK(x == ref, std::string("inside-node off: ") + (axis == hcomm::axis_id::dp ? "dp" : "tp") +
+                        " allreduce is MPI's exact sum");
+  }
+  const auto sd = b.dp().stats(), st = b.tp().stats();
+  if (g.dp_size() > 1) CHECK(sd.wire_bytes == sd.raw_bytes && sd.raw_bytes > 0, "inside-node off: dp sent raw");
+  if (g.tp_size() > 1) CHECK(st.wire_bytes == st.raw_bytes && st.raw_bytes > 0, "inside-node off: tp sent raw");
+  if (g.pp_rank() + 1 < g.pp_size()) {
+    std::vector<float> act(n);
+    for (std::size_t i = 0; i < n; ++i) act[i] = val(t::world_rank(), i);
+    b.pp().send(std::span<const float>(act), g.next_stage(), 0);
+  }
+  if (g.pp_rank() > 0) {
+    std::vector<float> got(n), want(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = val(g.prev_stage(), i);
+    b.pp().recv(std::span<float>(got), g.prev_stage(), 0);
+    CHECK(got == want, "inside-node off: pp message arrives exact");
+  }
+  o.compress_inside_node = true;
+  hcomm::bundle<S> on(g, o);
+  CHECK(!on.dp().raw_inside_node() && !on.tp().raw_inside_node(), "inside-node on: compressed");
+
+  // Differing across the ranks of a communicator: all of them throw errc::mismatch.
+  o.compress_inside_node = t::world_rank() != 0;
+  bool threw = false;
+  try {
+    hcomm::runtime_communicator bad(MPI_COMM_WORLD, "zfp:8", o);
+  } catch (const hcomm::error& e) {
+    threw = e.code() == hcomm::errc::mismatch && std::string(e.what()).find("compress_inside_node differs") !=
+                                                     std::string::npos;
+    if (!threw) CHECK(false, std::string("inside-node mismatch: wrong error: ") + e.what());
+  }
+  CHECK(threw, "inside-node differing across ranks: errc::mismatch on every rank");
+  if (t::world_rank() == 0) std::printf("  compress_inside_node ok\n");
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,5 +172,6 @@ int main(int argc, char** argv) {
   hcomm::grid g(std::atoi(argv[1]), std::atoi(argv[2]), std::atoi(argv[3]));
   for (const char* name : {"none", "naive:8", "mzhybrid:8", "zhybrid:16,8", "zhybrid:16,6+ef"})
     hcomm::dispatch_scheme(name, [&]<class S>() { exercise<S>(g); });
+  inside_node(g);
   return t::finish("test_bundle");
 }

@@ -37,7 +37,8 @@
 // in the last iteration), identical (every rank holds the same bytes; null where ranks hold
 // different results), data (smooth, random or the --data files as given), threshold,
 // segment, idle_sleep_us and idle_wait_us (asked / resolved: -2 is yielding), validate (the per-collective
-// cross-rank check, on unless --no-validate), round (0-based, with --rounds N), threads and
+// cross-rank check, on unless --no-validate), compress_inside_node (off: an all-on-one-node
+// communicator sends uncompressed) and one_node (its ranks all run on one node), round (0-based, with --rounds N), threads and
 // threads_source (rank 0's host thread count, hcomm::exec::default_threads(), and why),
 // device (cpu or cuda), and with cuda: device_path (resident or staging) and transport
 // (resident: mpi_staged or mpi_device).
@@ -82,6 +83,7 @@ struct args {
   bool checksum = true;
   bool validate = true;  // comm_options::validate: the per-collective cross-rank check
   int idle_sleep_us = -1;  // auto (comm_options::idle_auto)
+  bool inside_node = true; // comm_options::compress_inside_node
   bool cuda = false;       // --device cuda: device buffers
   bool resident = true;    // --device-path resident (hcomm on the GPU) or staging (cuda_staging)
 };
@@ -187,6 +189,7 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
   opt.checksum = a.checksum;
   opt.validate = a.validate;
   opt.idle_sleep_us = a.idle_sleep_us;
+  opt.compress_inside_node = a.inside_node;
   bool ef = false;
   std::string codec_name = codec;
   hcomm::codec::config cfg{};
@@ -360,6 +363,8 @@ void run_one(const args& a, const std::string& op, const std::string& codec, std
     const unsigned idle = comm.context().idle_sleep_us();
     j["idle_wait_us"] = idle == hcomm::mpi::yield_between_tests ? hcomm::comm_options::idle_yield : static_cast<long long>(idle);
     j["validate"] = a.validate;
+    j["compress_inside_node"] = a.inside_node;
+    j["one_node"] = comm.context().one_node();
     j["round"] = round;
     j["threads"] = hcomm::exec::default_threads();
     j["threads_source"] = hcomm::exec::threads_source();
@@ -523,6 +528,10 @@ bool parse_args(int argc, char** argv, int rank, args& a) {
                  "how ranks wait: 0 MPI_Wait, N test then sleep N us, -2 test then yield the core, -1 auto "
                  "(default: -2 when more ranks share the host than it has CPUs, else 0)")
       ->transform(tools::whole_number_or(0, 1000000, {-1, -2}));
+  std::string inside_node = "on";
+  app.add_option("--compress-inside-node", inside_node,
+                 "off: ranks that all run on one node (MPI_COMM_TYPE_SHARED) send uncompressed (default on)")
+      ->check(CLI::IsMember({"on", "off"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -538,6 +547,7 @@ bool parse_args(int argc, char** argv, int rank, args& a) {
   a.segment = static_cast<std::size_t>(segment);
   a.checksum = !no_checksum;
   a.validate = !no_validate;
+  a.inside_node = inside_node == "on";
   a.cuda = device == "cuda";
   a.resident = device_path == "resident";
   if (argc <= 1) {  // quick default sweep

@@ -95,6 +95,18 @@ class basic_context {
     if (opt_.idle_sleep_us == options::idle_yield) idle_us_ = mpi::yield_between_tests;
     else if (opt_.idle_sleep_us < 0) idle_us_ = sharing > Transport::online_cpus() ? mpi::yield_between_tests : 0u;
     else idle_us_ = static_cast<unsigned>(opt_.idle_sleep_us);
+    // compress_inside_node: the same on every rank (else some would compress and the others
+    // not), then whether this communicator stays on one node. Both collective, on all ranks.
+    long long inside[2] = {opt_.compress_inside_node ? 1 : 0, opt_.compress_inside_node ? 0 : 1};
+    Transport::max_allreduce(inside, 2, comm_.get());
+    if (inside[0] != 1 - inside[1])
+      fail(errc::mismatch, label_ + ": compress_inside_node differs across ranks (rank " + std::to_string(rank_) +
+                               " has " + (opt_.compress_inside_node ? "true" : "false") + ")");
+    bool one_node = false;
+    if constexpr (requires { Transport::all_on_one_node(comm_.get()); })
+      one_node = Transport::all_on_one_node(comm_.get());
+    one_node_ = one_node;
+    raw_inside_node_ = one_node && !opt_.compress_inside_node;
   }
   // A communicator that may still receive messages nobody will match (an interrupted ring, a
   // point-to-point mismatch that left a sender's frames unreceived) is not freed: MPI may give
@@ -115,6 +127,10 @@ class basic_context {
   // What a waiting rank does between tests (options::idle_sleep_us, auto resolved): 0 MPI_Wait,
   // mpi::yield_between_tests, else the microseconds it sleeps (mpi::pause_between_tests).
   unsigned idle_sleep_us() const noexcept { return idle_us_; }
+  // Whether all ranks of this communicator run on one node, and whether its messages go
+  // uncompressed for that reason (options::compress_inside_node false).
+  bool one_node() const noexcept { return one_node_; }
+  bool raw_inside_node() const noexcept { return raw_inside_node_; }
   options& opts() noexcept { return opt_; }
   const options& opts() const noexcept { return opt_; }
   stats& counters() noexcept { return st_; }
@@ -246,6 +262,8 @@ class basic_context {
   const char* interrupted_ = nullptr;  // the operation that was interrupted, see check_usable
   unsigned idle_us_ = 0;               // options::idle_sleep_us, resolved at construction
   bool keep_comm_ = false;             // see ~basic_context
+  bool one_node_ = false;              // all ranks on one node (Transport::all_on_one_node)
+  bool raw_inside_node_ = false;       // one_node_ and not options::compress_inside_node
   int rank_ = 0, size_ = 1;
   stats st_;
   Exec ex_;
@@ -269,7 +287,7 @@ concept context_type = is_context<C>::value;
 // (Both sides of every message decide the same way from values the validation compares.)
 template <class T, class Cx>
 bool go_raw(const Cx& cx, const codec::config& c, std::size_t n) {
-  if (n == 0 || n * sizeof(T) < cx.opts().threshold_bytes) return true;
+  if (n == 0 || n * sizeof(T) < cx.opts().threshold_bytes || cx.raw_inside_node()) return true;
   return codec::is_identity<typename Cx::codecs>(c) && cx.opts().native_uncompressed;
 }
 

@@ -22,6 +22,12 @@ struct options {
   // none hangs). Point-to-point needs no check: frame headers carry count and dtype and the
   // receiver compares. Costs one latency per collective.
   bool validate = true;
+  // false: a communicator whose ranks all run on one node (transport::mpi::all_on_one_node)
+  // sends uncompressed, as messages below threshold_bytes do: where shared memory or NVLink
+  // moves bytes faster than the codec encodes them, compressing only adds the codec's time
+  // (and its error). Decided once, when the context is created; all ranks must pass the same
+  // value (a difference is errc::mismatch at construction).
+  bool compress_inside_node = true;
   // Payload checksum in every frame: a corrupted frame is detected by its receiver.
   bool checksum = true;
   // Uncompressed collectives use the transport's own (MPI_Allreduce, ...). false: hcomm's

@@ -69,6 +69,8 @@ class runtime_communicator {
   const codec::config& config() const noexcept { return cfg_; }
   comm_options& options() noexcept { return cx_->opts(); }
   algorithm::context& context() noexcept { return *cx_; }
+  // Sends uncompressed because all its ranks run on one node (comm_options::compress_inside_node).
+  bool raw_inside_node() const noexcept { return cx_->raw_inside_node(); }
 
   comm_stats stats() const noexcept { return const_cast<algorithm::context&>(*cx_).counters(); }
   void reset_stats() noexcept { cx_->counters() = {}; }
@@ -204,6 +206,7 @@ class communicator {
   int size() const noexcept { return impl_.size(); }
   MPI_Comm comm() const noexcept { return impl_.comm(); }
   comm_options& options() noexcept { return impl_.options(); }
+  bool raw_inside_node() const noexcept { return impl_.raw_inside_node(); }
   comm_stats stats() const noexcept { return impl_.stats(); }
   void reset_stats() noexcept { impl_.reset_stats(); }
 

@@ -186,6 +186,7 @@ struct lockstep {
     return sharing;
   }
   static int online_cpus() { return mpi::online_cpus(); }
+  static bool all_on_one_node(comm_type c) { return mpi::all_on_one_node(c->comm.get()); }
 
   // --- a round of the ring: a frame to `to` and one from `from`, either may be absent ---
   // The sizes cross first (MPI), then both payloads go as one group on the ring lane. out

@@ -174,6 +174,19 @@ inline std::uint64_t machine_id() {
   }();
   return id;
 }
+// Whether all ranks of c run on one node as MPI groups them (MPI_COMM_TYPE_SHARED: the ranks
+// that can share memory; the emulated nodes of scripts/netns-mpirun.sh are separate nodes to
+// Open MPI). Collective over c; every rank gets the same answer.
+inline bool all_on_one_node(MPI_Comm c) {
+  MPI_Comm node = MPI_COMM_NULL;
+  HCOMM_MPI_CHECK(MPI_Comm_split_type(c, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  int here = 0, all = 0;
+  const int rc = MPI_Comm_size(node, &here);
+  MPI_Comm_free(&node);
+  if (rc != MPI_SUCCESS) fail_mpi(rc, "MPI_Comm_size", HCOMM_WHERE_);
+  HCOMM_MPI_CHECK(MPI_Comm_size(c, &all));
+  return here == all;
+}
 // How many ranks of c run on this machine (machine_id; collective over c). Ranks that MPI sees
 // as separate nodes in namespaces of one machine count too.
 inline int ranks_on_this_host(MPI_Comm c) {

@@ -72,6 +72,8 @@ struct mpi_host {
     return sharing;
   }
   static int online_cpus() { return mpi::online_cpus(); }
+  // Collective over c: whether all its ranks run on one node (mpi::all_on_one_node).
+  static bool all_on_one_node(comm_type c) { return mpi::all_on_one_node(c); }
 
   // --- byte messages ---
   static void isend(const void* p, std::size_t bytes, int peer, int tag, comm_type c, request_type* r) {
