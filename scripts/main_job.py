@@ -3,7 +3,8 @@
 
     main_job.py rate --metrics cal.jsonl --grid 2x2x2 --nodes 4 --ranks-per-node 2
     main_job.py summary --scheme zhybrid:16,8 --metrics main.jsonl --none none.jsonl \\
-        [--compute-ms 460] [--rate 40200kbit] [--axes "grid 2x2x2: TP: inside nodes; ..."]
+        [--compute-ms 460] [--rate 40200kbit] [--axes "grid 2x2x2: TP: inside nodes; ..."] \\
+        [--raw-note "hcomm: --compress-inside-node off: ..."] [--everywhere everywhere.jsonl]
 
 `rate`: from an uncompressed run over shared memory, the compute of a step (median ms of
 steps 3.., the first two set things up) and the bytes per step that cross nodes (the sent
@@ -17,7 +18,9 @@ are `compute_ms=<ms>` and `rate=<R>kbit`.
 (given --rate, against the target of 1.3x), the final validation losses and their gap against the target (0.5% of none's), the bytes per
 step of each axis (raw -> sent, all ranks), the compressed run's codec time per step and axis
 (median; encoding and decoding on the slowest rank), and, given --compute-ms, the uncompressed
-step as a multiple of the compute step.
+step as a multiple of the compute step. --raw-note (train_gpt's line saying which axes went
+uncompressed because they stay inside a node) is printed under the speed-up; --everywhere, the
+same scheme run with every axis compressed, adds its tokens/s, speed-up and loss gap.
 """
 import argparse
 import json
@@ -147,6 +150,8 @@ def cmd_summary(args):
     if args.rate:  # on rate-limited links: the main job's target
         target = f" (target at least {SPEEDUP_TARGET}x: {'met' if ta / tb >= SPEEDUP_TARGET else 'not met'})"
     print(f"summary: speed-up {name} / none: {ta / tb:.2f}x tokens/s{target}")
+    if args.raw_note:
+        print(f"summary: {name} as run: {args.raw_note.removeprefix('hcomm: ')}")
     within = abs(gap) <= LOSS_TOLERANCE * vb
     print(f"summary: val loss gap {name} - none: {gap:+.5f} ({100 * gap / vb:+.4f}%), "
           f"{'within' if within else 'outside'} 0.5% of none's ({LOSS_TOLERANCE * vb:.4f})")
@@ -158,6 +163,13 @@ def cmd_summary(args):
     if all(v is not None for v in codec.values()):
         parts = ", ".join(f"{x} {codec[x]:.1f}" for x in AXES)
         print(f"summary: codec ms per step (encoding and decoding, the slowest rank), {name}: {parts}")
+    if args.everywhere:
+        e = load(args.everywhere)
+        if len(e) != len(b):
+            die(f"{args.everywhere} has {len(e)} steps, {args.none} {len(b)}: not the same run length")
+        te, ve = tokens_per_s(e), final_val(e, args.everywhere)
+        print(f"summary: {name} on every axis (inside nodes too): {te:.0f} tokens/s, {median_ms(e):.1f} ms/step, "
+              f"{te / tb:.2f}x none, final val loss {ve:.4f} ({100 * (ve - vb) / vb:+.4f}% of none's)")
     if args.rate:
         print(f"summary: links of {args.rate} each way")
     if args.axes:
@@ -179,6 +191,8 @@ def main():
     s.add_argument("--compute-ms", type=float, help="the compute step of the calibration")
     s.add_argument("--rate", help="the link rate, printed")
     s.add_argument("--axes", help="where the runs ran (e.g. grid-axes.sh's line), printed last")
+    s.add_argument("--raw-note", help="train_gpt's line on the axes sent raw inside nodes, printed")
+    s.add_argument("--everywhere", help="the scheme's --metrics file with every axis compressed")
     args = ap.parse_args()
     (cmd_rate if args.cmd == "rate" else cmd_summary)(args)
 

@@ -11,14 +11,21 @@
 #      compute of a step and the bytes per step of the axes that cross nodes
 #      (scripts/grid-axes.sh); the rate is the one at which a node's link carries its share
 #      of those bytes in the time of the compute step (scripts/main_job.py rate). Printed.
-#   2. SCHEME, then none, for STEPS steps each, validation every EVAL_EVERY steps.
+#   2. SCHEME, then none, for STEPS steps each, validation every EVAL_EVERY steps. SCHEME
+#      compresses the axes that cross nodes (DP and PP); TP, whose 2 ranks share a node's
+#      memory, goes uncompressed (train_gpt --compress-inside-node off): over shared memory
+#      (as over NVLink) the bytes move faster than a CPU codec encodes them, so compressing
+#      them only adds the codec's time. A third run, SCHEME on every axis (TP too), shows
+#      what that costs.
 #   3. The summary (scripts/main_job.py summary): tokens/s of both, the speed-up, both final
-#      validation losses and their gap, bytes per axis, the uncompressed step as a multiple
-#      of the compute step; the plot (scripts/plot_metrics.py: loss vs step and vs training
-#      time for both) in OUT_DIR/main.png.
+#      validation losses and their gap, which axes went uncompressed, bytes per axis, the
+#      uncompressed step as a multiple of the compute step, the every-axis run's tokens/s and
+#      loss; the plot (scripts/plot_metrics.py: loss vs step and vs training time for the
+#      first two) in OUT_DIR/main.png.
 #
-# Without root or network namespaces (or with HCOMM_NO_NETNS=1) it says why and runs both on
-# 8 ranks over shared memory, without calibration.
+# Without root or network namespaces (or with HCOMM_NO_NETNS=1) it says why and runs SCHEME
+# (every axis compressed: all ranks share one node there) and none on 8 ranks over shared
+# memory, without calibration.
 #
 # Every message is compressed (--compress-min-bytes 0): the small models' messages are all below
 # hcomm's 1 MiB default threshold, which exists for large clusters. Threads per rank: hcomm's
@@ -27,7 +34,9 @@
 #
 # Environment: SCHEME (zhybrid:16,8), STEPS (60), MODEL (small), ARCH (gpt2), RATE (auto: the
 # calibration; else a tc rate such as 40mbit), CAL_STEPS (8), EVAL_EVERY (20), EVAL_BATCHES
-# (8), OUT_DIR (out), TRAIN_GPT (a built train_gpt; default: build build/'s),
+# (8), INSIDE_NODE (off: SCHEME leaves the axes inside nodes uncompressed, and the every-axis
+# run follows; on: SCHEME on every axis, no third run), OUT_DIR (out), TRAIN_GPT (a built
+# train_gpt; default: build build/'s),
 # HCOMM_NO_NETNS (1: shared memory), NETNS_PREFIX (netns-mpirun.sh's). E.g.
 #   SCHEME=mzhybrid:8 STEPS=100 bash scripts/run-main.sh
 set -euo pipefail
@@ -44,6 +53,7 @@ EVAL_BATCHES=${EVAL_BATCHES:-8}
 OUT=${OUT_DIR:-out}
 TRAIN_GPT=${TRAIN_GPT:-}
 NO_NETNS=${HCOMM_NO_NETNS:-0}
+INSIDE_NODE=${INSIDE_NODE:-off}
 NODES=4 RPN=2 GRID=2x2x2  # TPxDPxPP, as grid-axes.sh and netns-mpirun.sh take it
 GRID_ARGS=(--dp 2 --pp 2 --tp 2)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -59,6 +69,7 @@ posint EVAL_BATCHES "$EVAL_BATCHES"
 [ "$RATE" = auto ] || [[ $RATE =~ ^[0-9]+(\.[0-9]+)?([kKmMgGtT]i?)?(bit|bps)$ ]] ||
   die "RATE='$RATE' is neither auto nor a tc rate such as 40mbit, 1gbit or 125mbps"
 [[ $NO_NETNS =~ ^[01]$ ]] || die "HCOMM_NO_NETNS='$NO_NETNS' is not 0 or 1"
+[[ $INSIDE_NODE =~ ^(on|off)$ ]] || die "INSIDE_NODE='$INSIDE_NODE' is not on or off"
 [ -x "$PY" ] || die "$PY not found: run scripts/setup.sh first"
 [ -s data/kjv.txt ] || die "data/kjv.txt missing: run scripts/setup.sh first"
 
@@ -117,21 +128,29 @@ if [ -z "$WHY" ]; then
 else
   say "no emulated cluster ($WHY): running on $((NODES * RPN)) ranks over shared memory, without rate-limited links"
   run() { on_shm "$@"; }
+  INSIDE_NODE=on  # one node: off would leave every axis uncompressed
 fi
 
-train() {  # NAME SCHEME SAMPLE: STEPS steps of SCHEME, metrics in OUT/NAME.jsonl, log in OUT/NAME.log
-  say "training $2: $STEPS steps, model $MODEL ($ARCH)"
+train() {  # NAME SCHEME SAMPLE INSIDE: STEPS steps of SCHEME, metrics in OUT/NAME.jsonl, log in OUT/NAME.log
+  say "training $2: $STEPS steps, model $MODEL ($ARCH), --compress-inside-node $4"
   set +e
   run "${COMMON[@]}" --scheme "$2" --steps "$STEPS" --eval-every "$EVAL_EVERY" --eval-batches "$EVAL_BATCHES" \
-      --sample "$3" --metrics "$OUT/$1.jsonl" 2>&1 | tee "$OUT/$1.log"
+      --sample "$3" --compress-inside-node "$4" --metrics "$OUT/$1.jsonl" 2>&1 | tee "$OUT/$1.log"
   local rc=${PIPESTATUS[0]}
   set -e
   [ "$rc" = 0 ] || { say "training $2 failed (exit $rc; log in $OUT/$1.log)" >&2; exit "$rc"; }
 }
-train main "$SCHEME" 200
-train none none 0
+rm -f "$OUT/everywhere.jsonl" "$OUT/everywhere.log"
+train main "$SCHEME" 200 "$INSIDE_NODE"
+train none none 0 on
+[ "$INSIDE_NODE" = on ] || train everywhere "$SCHEME" 0 on
 
 SUMMARY_ARGS=(--scheme "$SCHEME" --metrics "$OUT/main.jsonl" --none "$OUT/none.jsonl")
+if [ "$INSIDE_NODE" = off ]; then
+  SUMMARY_ARGS+=(--everywhere "$OUT/everywhere.jsonl")
+  NOTE=$(grep -m1 '^hcomm: --compress-inside-node off' "$OUT/main.log" || true)
+  [ -z "$NOTE" ] || SUMMARY_ARGS+=(--raw-note "$NOTE")
+fi
 if [ -z "$WHY" ]; then
   SUMMARY_ARGS+=(--rate "$RATE" --axes "grid $GRID, $NODES nodes x $RPN ranks: $AXES_LINE")
   [ -z "$COMPUTE_MS" ] || SUMMARY_ARGS+=(--compute-ms "$COMPUTE_MS")

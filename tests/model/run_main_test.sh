@@ -4,8 +4,11 @@
 #
 #   run_main_test.sh netns TRAIN_GPT   the emulated cluster: the calibration prints the
 #                                      compute step, the bytes crossing nodes and the rate;
-#                                      both runs go through netns-mpirun.sh (4 nodes x 2
-#                                      ranks); then RATE=100mbit skips the calibration.
+#                                      the runs go through netns-mpirun.sh (4 nodes x 2
+#                                      ranks): ZHybrid with TP (inside nodes) uncompressed
+#                                      and DP, PP compressed, none, ZHybrid on every axis;
+#                                      then RATE=100mbit skips the calibration, and
+#                                      INSIDE_NODE=on compresses TP too and skips the third.
 #                                      Needs root and network namespaces, else exit 77 (skip).
 #   run_main_test.sh shm TRAIN_GPT     HCOMM_NO_NETNS=1: says why and runs over shared
 #                                      memory; bad settings exit 2 with one message line.
@@ -49,11 +52,20 @@ summary_ok() {  # NAME: the summary lines and the files of a finished run
   fi
 }
 
+sent_ok() {  # RUN/FILE raw|compressed: the last step's tp bytes sent raw or compressed, dp and pp compressed
+  /usr/bin/python3 - "$WORK/$1" "$2" <<'PY'
+import json, sys
+c = [json.loads(l) for l in open(sys.argv[1])][-1]["comm"]
+tp_ok = c["tp"]["sent"] == c["tp"]["raw"] > 0 if sys.argv[2] == "raw" else c["tp"]["sent"] < c["tp"]["raw"]
+sys.exit(0 if tp_ok and c["dp"]["sent"] < c["dp"]["raw"] and c["pp"]["sent"] < c["pp"]["raw"] else 1)
+PY
+}
+
 case "$MODE" in
   shm)
     # bad settings: exit 2, one line naming the setting, before anything runs
     for bad in "RATE=fast" "RATE=10" "STEPS=0" "STEPS=x" "CAL_STEPS=-1" "EVAL_EVERY=often" \
-               "EVAL_BATCHES=0" "HCOMM_NO_NETNS=yes" "TRAIN_GPT=$WORK/missing"; do
+               "EVAL_BATCHES=0" "HCOMM_NO_NETNS=yes" "INSIDE_NODE=maybe" "TRAIN_GPT=$WORK/missing"; do
       env TRAIN_GPT="$TRAIN_GPT" OUT_DIR="$WORK/bad" "$bad" bash "$ROOT/scripts/run-main.sh" > "$WORK/bad.out" 2>&1
       rc=$?
       [ $rc = 2 ] || { cat "$WORK/bad.out" >&2; die "$bad: exit $rc, expected 2"; }
@@ -74,6 +86,8 @@ case "$MODE" in
     has shm '^run-main: no emulated cluster \(HCOMM_NO_NETNS=1 is set\): running on 8 ranks over shared memory'
     ! grep -q '^netns-mpirun:\|^run-main: calibration' "$WORK/shm.out" || die "shm: used the emulated cluster"
     summary_ok shm
+    sent_ok shm/main.jsonl compressed || die "shm: tp was not compressed (one node: every axis is)"
+    ! grep -q '^summary: .*on every axis' "$WORK/shm.out" || die "shm: a third run"
     has shm '^summary: shared memory, no rate-limited links \(HCOMM_NO_NETNS=1 is set\)$'
     ok "HCOMM_NO_NETNS=1: shared memory, with the reason and the summary"
     # scripts/main_job.py on bad input: exit 2, one line naming the problem
@@ -102,17 +116,24 @@ case "$MODE" in
     has netns '^run-main: calibration: bytes crossing nodes per step [0-9.]+ MB \(dp [0-9.]+ \+ pp [0-9.]+, all ranks\), [0-9.]+ MB per node link each way$'
     has netns '^run-main: calibration: link rate [0-9.]+ Mbit/s'
     has netns '^run-main: links of [0-9]+kbit each way$'
-    [ "$(grep -c '^netns-mpirun: 4 nodes x 2 ranks' "$WORK/netns.out")" = 2 ] || die "netns: not both runs on the emulated cluster"
+    [ "$(grep -c '^netns-mpirun: 4 nodes x 2 ranks' "$WORK/netns.out")" = 3 ] || die "netns: not all 3 runs on the emulated cluster"
     summary_ok netns
+    has netns '^summary: zhybrid:16,8 as run: --compress-inside-node off: uncompressed inside one node: tp; compressed by the scheme: dp, pp$'
+    has netns '^summary: zhybrid:16,8 on every axis \(inside nodes too\): [0-9]+ tokens/s, [0-9.]+ ms/step, [0-9.]+x none, final val loss [0-9.]+ \([-+][0-9.]+% of none.s\)$'
+    # what went raw is what the metrics say: tp sent raw in the main run, compressed in the every-axis one
+    sent_ok netns/main.jsonl raw || die "netns: the main run's tp was not sent raw"
+    sent_ok netns/everywhere.jsonl compressed || die "netns: the every-axis run's tp was not compressed"
     has netns '^summary: none .* = [0-9.]+x the compute step \([0-9]+ ms\)$'
     has netns '^summary: links of [0-9]+kbit each way$'
     has netns '^summary: speed-up .* tokens/s \(target at least 1.3x: (met|not met)\)$'
     ok "the emulated cluster: calibration, both runs, the summary"
-    main_job fixed RATE=100mbit || { cat "$WORK/fixed.out" >&2; die "RATE=100mbit run: exit $?"; }
+    main_job fixed RATE=100mbit INSIDE_NODE=on || { cat "$WORK/fixed.out" >&2; die "RATE=100mbit run: exit $?"; }
     ! grep -q '^run-main: calibration' "$WORK/fixed.out" || die "RATE=100mbit: calibrated anyway"
     has fixed '^netns-mpirun: 4 nodes x 2 ranks .* 100mbit links each way$'
     summary_ok fixed
-    ok "RATE=100mbit: no calibration, that rate"
+    ! grep -q '^summary: .*on every axis\|as run: --compress-inside-node' "$WORK/fixed.out" || die "INSIDE_NODE=on: a third run or a raw note"
+    sent_ok fixed/main.jsonl compressed || die "INSIDE_NODE=on: tp was not compressed"
+    ok "RATE=100mbit INSIDE_NODE=on: no calibration, that rate, every axis compressed"
     [ -z "$(ip netns list 2>/dev/null | grep "^$NETNS_PREFIX-")" ] || die "namespaces $NETNS_PREFIX-* left behind"
     ;;
   *) die "usage: run_main_test.sh netns|shm TRAIN_GPT" ;;

@@ -284,7 +284,8 @@ template <class C>
 concept context_type = is_context<C>::value;
 
 // True when this call takes the uncompressed path.
-// (Both sides of every message decide the same way from values the validation compares.)
+// (Both sides of every message decide the same way: from values the validation compares, and
+// from raw_inside_node(), agreed by all ranks when the context was made.)
 template <class T, class Cx>
 bool go_raw(const Cx& cx, const codec::config& c, std::size_t n) {
   if (n == 0 || n * sizeof(T) < cx.opts().threshold_bytes || cx.raw_inside_node()) return true;
