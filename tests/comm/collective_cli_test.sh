@@ -76,6 +76,8 @@ expect_usage --segment --segment 99999999999999999999
 expect_usage --idle-sleep-us --idle-sleep-us -3
 expect_usage --idle-sleep-us --idle-sleep-us 1000001
 expect_usage --idle-sleep-us --idle-sleep-us x
+expect_usage --compress-inside-node --compress-inside-node maybe
+expect_usage --compress-inside-node --compress-inside-node
 expect_usage --op --op foo
 expect_usage --op --op allreduce,foo
 expect_usage --codec --codec lz4
@@ -161,12 +163,13 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 keys = ["op", "codec", "bytes", "ranks", "iters", "seconds", "min_seconds", "algbw_gbs", "wire_bytes", "raw_bytes",
         "ratio", "max_error", "rel_error", "codec_seconds", "identical", "data", "threshold", "segment",
-        "idle_sleep_us", "idle_wait_us", "validate", "round", "threads", "threads_source", "device"]
+        "idle_sleep_us", "idle_wait_us", "validate", "compress_inside_node", "one_node", "round", "threads",
+        "threads_source", "device"]
 for r in rows:
     assert list(r) == keys, list(r)
     assert r["ranks"] == 2 and r["iters"] == 1 and r["threshold"] == 0 and r["segment"] == 16384, r
     assert r["bytes"] in (65536, 8) and r["idle_sleep_us"] == -1 and r["validate"] is True, r
-    assert r["device"] == "cpu", r
+    assert r["device"] == "cpu" and r["compress_inside_node"] is True and r["one_node"] is True, r
 assert {r["codec"] for r in rows} == {"mpc:0", "zfp:8", "mpi"}  # canonical names (to_string)
 assert {r["op"] for r in rows} == {"allreduce", "reduce_scatter"}
 EOF
