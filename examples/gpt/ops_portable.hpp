@@ -194,7 +194,7 @@ struct portable_ops {
     {
       const auto timed = tick("gemm_bwd");
       if (dx) gemm(false, false, N, C, OC, 1.f, dout, OC, W, C, accumulate_dx ? 1.f : 0.f, dx, C);
-      gemm(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C);
+      weight_gradient(dW, dout, x, N, C, OC);
     }
     if (dbias) column_sums_add(dbias, dout, N, OC);
   }
@@ -210,7 +210,7 @@ struct portable_ops {
     {
       const auto timed = tick("gemm_bwd");
       fuse(gemm_epilogue::dgelu, false, false, N, C, OC, dout, OC, W, C, dh, C, nullptr, h);
-      gemm(true, false, OC, C, N, 1.f, dout, OC, g, C, 1.f, dW, C);
+      weight_gradient(dW, dout, g, N, C, OC);
     }
     if (dbias) column_sums_add(dbias, dout, N, OC);
   }
@@ -321,6 +321,10 @@ struct portable_ops {
   kernel_clock_slot<Clock> clock_;  // --kernel-times
 
   typename Clock::scope tick(const char* name) const { return clock_.tick(name); }
+  // dW[OC,C] += dout[N,OC]^T x[N,C]: a linear layer's weight gradient (the caller times it).
+  void weight_gradient(float* dW, const float* dout, const float* x, idx N, idx C, idx OC) const {
+    gemm(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C);
+  }
   // A GEMM with an epilogue fused by the GEMM library (gemm_epilogue.hpp), if it takes this one.
   bool can_fuse(gemm_epilogue e, bool ta, bool tb, idx M, idx N, idx K, const float* A, idx lda, const float* B,
                 idx ldb, float* C, idx ldc, const float* bias, const float* aux) const {
