@@ -2,9 +2,10 @@
 # The main job: train a GPT on the default corpus (data/kjv.txt) on an emulated cluster of
 # 4 nodes x 2 ranks (scripts/netns-mpirun.sh: each node a network namespace, its 2 ranks on
 # shared memory, nodes joined by rate-limited links), grid 2x2x2 (DP x PP x TP) with TP inside
-# the nodes and DP and PP across them; first with the ZHybrid scheme (ZFP everywhere, 16
-# bits/value on pipeline and tensor traffic, 8 on data-parallel gradients), then the same
-# steps uncompressed, and compare them.
+# the nodes and DP and PP across them; first with the ZHybrid scheme on the axes that cross
+# nodes (ZFP, 16 bits/value on pipeline traffic, 8 on data-parallel gradients; TP inside the
+# nodes uncompressed), then the same steps uncompressed, then ZHybrid on every axis (TP at 16
+# bits/value too), and compare them.
 #
 #   1. Calibration: the link rate at which the uncompressed step spends about half its time
 #      in exposed communication. A few uncompressed steps over shared memory measure the
@@ -27,8 +28,9 @@
 # (every axis compressed: all ranks share one node there) and none on 8 ranks over shared
 # memory, without calibration.
 #
-# Every message is compressed (--compress-min-bytes 0): the small models' messages are all below
-# hcomm's 1 MiB default threshold, which exists for large clusters. Threads per rank: hcomm's
+# No size threshold (--compress-min-bytes 0): the small models' messages are all below hcomm's
+# 1 MiB default threshold, which exists for large clusters; what goes uncompressed is decided
+# by --compress-inside-node alone. Threads per rank: hcomm's
 # automatic count, which divides the machine's CPUs among all 8 ranks, also those of the other
 # emulated nodes (one thread each on 2 cores); OMP_NUM_THREADS, when set, is used instead.
 #
