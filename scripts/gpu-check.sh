@@ -669,9 +669,11 @@ trainer_cuda() {
     tg 8 $C --device host-check --dp 2 --pp 2 --tp 2 --precision bf16 --losses-out "$d/hc8-bf16.txt" &&
       tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --precision bf16 --zero 1 \
          --expect-losses "$d/hc8-bf16.txt" --expect-rtol 1e-3 || rc=1
-    echo "== --overlap on (DP buckets on a communication stream) equals off, bitwise"
+    echo "== --overlap on (DP buckets on a communication stream) equals off, bitwise; --zero 1 overlapped too"
     tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --bucket-mb 0.05 --losses-out "$d/ov-off.txt" &&
       tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --bucket-mb 0.05 --overlap on \
+         --expect-losses "$d/ov-off.txt" --expect-rtol 0 &&
+      tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --bucket-mb 0.05 --overlap on --zero 1 \
          --expect-losses "$d/ov-off.txt" --expect-rtol 0 || rc=1
     echo "== resume on the GPU is bitwise"
     tg 1 $C --device cuda --stop-at 5 --save "$d/ck" &&

@@ -223,8 +223,8 @@ inline void add_options(CLI::App& app, cli& c) {
       ->check(CLI::IsMember({"on", "off"}))->default_str("on")->group(G);
   app.add_option_function<std::string>(
          "--overlap", [&r](const std::string& v) { r.overlap = v == "on"; },
-         "DP gradient buckets all-reduced on a communication thread as backward finishes them (needs "
-         "MPI_THREAD_MULTIPLE), or after backward")
+         "DP gradient buckets all-reduced (--zero 1: reduce-scattered) on a communication thread as backward "
+         "finishes them (needs MPI_THREAD_MULTIPLE), or after backward")
       ->check(CLI::IsMember({"on", "off"}))->default_str("off")->group(G);
   choice_opt(app, "--wire", r.wire, {"auto", "bf16", "fp32"},
              "--precision bf16: 16-bit values on the wire (auto: where the scheme's codecs take them, DP of +ef "
@@ -232,7 +232,8 @@ inline void add_options(CLI::App& app, cli& c) {
       ->group(G);
   int_opt(app, "--zero", r.zero, 0, 1,
           "ZeRO stage: 1 shards AdamW's moments and master weights over the DP replicas (reduce-scatter of "
-          "the gradients through the scheme, AdamW on this replica's block, exact all-gather of the weights)")
+          "the gradients through the scheme bucket by bucket, overlapped with --overlap on; AdamW on this "
+          "replica's blocks; exact all-gather of the weights)")
       ->group(G);
   real_opt(app, "--bucket-mb", r.bucket_mb, 0, 1e6, false,
            "DP gradient bucket size in MiB, the same with --overlap on and off (0: one bucket; sparse and +ef "
@@ -379,11 +380,9 @@ inline void check_cli(const cli& c) {
   if (c.run.zero == 1 && s.sparse())
     bad("--zero 1: sparse runs (--sparsity " + s.method + ") update their masked weights in the sparse trainer, "
         "which holds the whole optimizer state; use --zero 0");
-  if (c.run.zero == 1 && c.run.overlap)
-    bad("--zero 1 reduce-scatters the gradients in one call after backward; use --overlap off");
   if (c.run.zero == 1 && c.run.scheme.ends_with("+ef"))
     bad("--zero 1: error-feedback schemes (" + c.run.scheme + ") keep one residual per DP communicator, for one "
-        "buffer; ZeRO reduces the gradient in several (the sharded range's reduce-scatter, the replicated ranges' "
+        "buffer; ZeRO reduces the gradient in several (each bucket's reduce-scatter, the replicated ranges' "
         "all-reduces); use --zero 0");
   if (c.run.device != "cpu" && s.sparse())
     bad("--device " + c.run.device + ": sparse runs (--sparsity " + s.method + ") use msparse's CPU kernels; use --device cpu");

@@ -113,7 +113,7 @@ class trainer {
         model_(c, {g.pp_size(), g.pp_rank(), g.tp_size(), g.tp_rank()}, c.micro_for(g.dp_size(), g.pp_size()),
                c.batch / g.dp_size() / c.micro_for(g.dp_size(), g.pp_size()), device_only_checked(g, o, std::move(ops))),
         adam_(o.zero == 1 ? 0 : model_.params.size(), model_.ops()),
-        zero_(o.zero == 1 ? std::make_unique<zero_shard<Ops>>(model_, g.dp_size(), g.dp_rank()) : nullptr),
+        zero_(o.zero == 1 ? std::make_unique<zero_shard<Ops>>(model_, g.dp_size(), g.dp_rank(), o.bucket_mb) : nullptr),
         dog_(o.comm_timeout), dp_(b.dp(), g, o.sparsity.packed_dp), ckpt_(c, o, g, dog_) {
     allocating() = false;
     if (const verdict v = agree(true, ""); !v.ok) throw stopped{2, allocation_failure(v)};
@@ -131,9 +131,13 @@ class trainer {
     if (zero_) zero_->adopt(model_);
     else adam_.adopt_master(model_);
     if (sp_.active()) model_.set_block_ops(&sp_);
-    // DP buckets (overlap.hpp): dense runs without error feedback; else one, through reduce().
-    bucketed_ = !sp_.active() && !dp_reducer<dp_comm_t>::error_feedback && !zero_;
-    buckets_ = plan_buckets(model_.tensors(), bucketed_ ? o.bucket_mb : 0.0);
+    // DP buckets (overlap.hpp): dense runs without error feedback (--zero 1: ZeRO's, the same
+    // ranges less the tied copy, zero.hpp); else one, through reduce().
+    bucketed_ = !sp_.active() && !dp_reducer<dp_comm_t>::error_feedback;
+    if (zero_)
+      for (const auto& b : zero_->buckets()) buckets_.push_back({b.begin, b.end});
+    else
+      buckets_ = plan_buckets(model_.tensors(), bucketed_ ? o.bucket_mb : 0.0);
     // --precision bf16: 16-bit values on the wire (wire.hpp) on the axes of several ranks
     // whose communicator takes them and (--wire auto) whose codec they shrink; DP of
     // error-feedback schemes keeps its float residual.
@@ -151,13 +155,16 @@ class trainer {
       agreed([&] { reserve_wires(o.overlap); }, 2, "cannot allocate the 16-bit wire's staging: ");
     }
     // Uncompressed DP (none: hcomm calls MPI_Allreduce; plain): the buckets go through
-    // MPI_Iallreduce on the DP group, with and without overlap (the same reduction both ways);
+    // MPI_Iallreduce (--zero 1: MPI_Ireduce_scatter_block, and MPI_Iallreduce for the rest)
+    // on the DP group, with and without overlap (the same reduction both ways);
     // overlapped, the communication thread starts each one and tests it until it is done
     // (MPI moves a non-blocking collective only while it is called).
     // Compressed schemes: hcomm's all-reduce, on the communication thread when overlapped.
     // (One bucket keeps hcomm's call: the default runs of the small models are unchanged.)
     // (Device bundles: hcomm's all-reduce, which stages what MPI cannot read.)
-    native_ = !device_comm && bucketed_ && buckets_.size() > 1 && (o.scheme == "none" || o.scheme == "plain") && !wire_dp_;
+    // (--zero 1: more than one bucket before the tied copy is cut out.)
+    const std::size_t planned = zero_ ? plan_buckets(model_.tensors(), o.bucket_mb).size() : buckets_.size();
+    native_ = !device_comm && bucketed_ && planned > 1 && (o.scheme == "none" || o.scheme == "plain") && !wire_dp_;
     overlap_ = o.overlap;
     if (o.overlap) {
       if (!bucketed_)
@@ -344,15 +351,11 @@ class trainer {
       const float nan = std::numeric_limits<float>::quiet_NaN();
       model_.ops().upload(model_.grads.data(), &nan, 1);
     }
-    auto w = dog_.watch(zero_      ? "the DP gradient reduce-scatter (--zero 1)"
-                        : overlap_ ? "the DP gradient allreduce (overlapped buckets)"
-                                   : "the DP gradient allreduce",
+    auto w = dog_.watch(zero_ && overlap_ ? "the DP gradient reduce-scatter (--zero 1, overlapped buckets)"
+                        : zero_           ? "the DP gradient reduce-scatter (--zero 1)"
+                        : overlap_        ? "the DP gradient allreduce (overlapped buckets)"
+                                          : "the DP gradient allreduce",
                         step);
-    if (zero_) {
-      reduce_scatter_grads();
-      phase_ms_[1] = (MPI_Wtime() - t1) * 1e3;
-      return loss_sum;
-    }
     if (!bucketed_) {
       const std::span<float> all(model_.grads.data(), model_.grads.size());
       to_wire(all);
@@ -379,42 +382,35 @@ class trainer {
   void compute_after_dp() {
     if constexpr (device_comm) model_.ops().ex.wait(comm_.dp().executor().record());
   }
-  // --zero 1 (zero.hpp): the sharded range's sum lands in this replica's block, the replicated
-  // ranges are all-reduced in place as without ZeRO.
-  void reduce_scatter_grads() {
-    const std::span<float> all(model_.grads.data(), model_.grads.size());
-    to_wire(all);
-    if (dumping_) dumping_->record_grad(0, all);
-    dp_after_compute();
-    reduce_scatter_block();
-    for (const auto& r : zero_->replicated())
-      dp_.reduce_bucket(std::span<float>(model_.grads.data() + r.global, static_cast<std::size_t>(r.len)));
-    compute_after_dp();
-  }
-  // --zero 1: every replica's updated block into the model's weights (exact), and the
-  // replicated ranges' new weights.
+  // --zero 1: every replica's updated blocks into the model's weights (exact), bucket by
+  // bucket, and the replicated ranges' new weights.
   void gather_weights() {
     dp_after_compute();
-    const std::span<const float> mine = zero_->block_weights();
-    const std::span<float> all = zero_->sharded(model_.params);
-    bool done = false;
-    if constexpr (sums_bf16<dp_comm_t>) {
-      if (wire_dp_) {  // the weights are bf16 roundings: exact in 16 bits
-        const auto w = wire_dp_->pack(mine.data(), mine.size(), 1);
-        const auto out = wire_dp_->area(all.size(), 2);
-        comm_.dp().allgather_exact(comm_buffer<dp_comm_t>(std::span<const hcomm::bf16>(w)), comm_buffer<dp_comm_t>(out));
-        wire_dp_->unpack(out, all.data());
-        done = true;
+    for (const auto& b : zero_->buckets()) {
+      if (b.m == 0) continue;
+      const std::span<const float> mine = zero_->block_weights(b);
+      const std::span<float> all = zero_->sharded(model_.params, b);
+      bool done = false;
+      if constexpr (sums_bf16<dp_comm_t>) {
+        if (wire_dp_) {  // the weights are bf16 roundings: exact in 16 bits
+          const auto w = wire_dp_->pack(mine.data(), mine.size(), 1);
+          const auto out = wire_dp_->area(all.size(), 2);
+          comm_.dp().allgather_exact(comm_buffer<dp_comm_t>(std::span<const hcomm::bf16>(w)),
+                                     comm_buffer<dp_comm_t>(out));
+          wire_dp_->unpack(out, all.data());
+          done = true;
+        }
       }
+      if (!done) comm_.dp().allgather_exact(comm_buffer<dp_comm_t>(mine), comm_buffer<dp_comm_t>(all));
     }
-    if (!done) comm_.dp().allgather_exact(comm_buffer<dp_comm_t>(mine), comm_buffer<dp_comm_t>(all));
     compute_after_dp();
     zero_->spread(model_);
   }
-  // The sharded range's reduce-scatter into this replica's block (bf16 copies with a wire).
-  void reduce_scatter_block() {
-    const std::span<float> in = zero_->sharded(model_.grads);
-    const std::span<float> out = zero_->block_grads();
+  // --zero 1: a bucket's sharded range reduce-scattered into this replica's block (bf16
+  // copies with a wire).
+  void reduce_scatter_block(const typename zero_shard<Ops>::bucket& bk) {
+    const std::span<float> in = zero_->sharded(model_.grads, bk);
+    const std::span<float> out = zero_->block_grads(bk);
     if constexpr (sums_bf16<dp_comm_t>) {
       if (wire_dp_) {
         const auto w = wire_dp_->pack(in.data(), in.size(), 1);
@@ -431,16 +427,52 @@ class trainer {
   void to_wire(std::span<float> g) const {
     if (cfg_.bf16) model_.ops().round_bf16(g.data(), static_cast<std::int64_t>(g.size()));
   }
-  // One bucket's MPI_Iallreduce on the communication thread, tested until done, yielding the
-  // core between tests (a blocking wait would spin on a core the ranks' compute needs; a sleep
-  // would add its length to every message's latency).
-  void native_bucket(std::span<float> g) {
+  // Bucket k's DP reduction (g: its gradients): the all-reduce, or with --zero 1 the
+  // reduce-scatter of its sharded range into this replica's block and the all-reduce of its
+  // rest (zero.hpp). Uncompressed DP (native_) calls MPI's non-blocking collectives and waits
+  // for them, on the communication thread (`yield`) yielding the core between tests (a
+  // blocking wait would spin on a core the ranks' compute needs; a sleep would add its
+  // length to every message's latency).
+  void reduce_bucket_now(std::size_t k, std::span<float> g, bool yield) {
+    if (native_) {
+      if (!zero_) {
+        native_call(MPI_Iallreduce, yield, MPI_IN_PLACE, g.data(), static_cast<int>(g.size()));
+        return;
+      }
+      const auto& b = zero_->buckets()[k];
+      if (b.m > 0) {
+        const std::span<float> in = zero_->sharded(model_.grads, b), out = zero_->block_grads(b);
+        native_call(MPI_Ireduce_scatter_block, yield, in.data(), out.data(), static_cast<int>(out.size()));
+      }
+      if (const std::span<float> r = zero_->rest(model_.grads, b); !r.empty())
+        native_call(MPI_Iallreduce, yield, MPI_IN_PLACE, r.data(), static_cast<int>(r.size()));
+      return;
+    }
+    if (!zero_) {
+      dp_.reduce_bucket(g);
+      return;
+    }
+    const auto& b = zero_->buckets()[k];
+    if (b.m > 0) reduce_scatter_block(b);
+    if (const std::span<float> r = zero_->rest(model_.grads, b); !r.empty()) dp_.reduce_bucket(r);
+  }
+  // An MPI_Iallreduce or MPI_Ireduce_scatter_block of floats summed over the DP group, waited for.
+  template <class Start>
+  void native_call(Start start, bool yield, const void* in, float* out, int count) {
     MPI_Request r = MPI_REQUEST_NULL;
-    if (MPI_Iallreduce(MPI_IN_PLACE, g.data(), static_cast<int>(g.size()), MPI_FLOAT, MPI_SUM,
-                       grid_.comm(hcomm::axis_id::dp), &r) != MPI_SUCCESS)
-      hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
-    if (hcomm::mpi::wait(&r, MPI_STATUS_IGNORE, hcomm::mpi::yield_between_tests) != MPI_SUCCESS)
-      hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
+    if (start(in, out, count, MPI_FLOAT, MPI_SUM, grid_.comm(hcomm::axis_id::dp), &r) != MPI_SUCCESS ||
+        (yield ? hcomm::mpi::wait(&r, MPI_STATUS_IGNORE, hcomm::mpi::yield_between_tests)
+               : MPI_Wait(&r, MPI_STATUS_IGNORE)) != MPI_SUCCESS)
+      hcomm::fail(hcomm::errc::mpi_failure, "MPI's reduction of a DP gradient bucket failed");
+  }
+  // Bytes a native bucket sends per rank (ring estimates): 2(D-1)/D of an all-reduce's,
+  // (D-1)/D of a reduce-scatter's.
+  double native_bytes_of(std::size_t k, std::span<const float> g) const {
+    const double D = grid_.dp_size(), f = (D - 1) / D;
+    if (!zero_) return static_cast<double>(g.size_bytes()) * 2 * f;
+    const auto& b = zero_->buckets()[k];
+    const double rest = static_cast<double>(b.end - b.begin - grid_.dp_size() * b.m);
+    return (static_cast<double>(grid_.dp_size() * b.m) * f + rest * 2 * f) * sizeof(float);
   }
   // Starts the DP reduction of the buckets not started yet whose gradients are all final
   // (offsets >= off), in backward order: on the communication thread with --overlap on
@@ -448,38 +480,29 @@ class trainer {
   // forward_backward, after the NaN fault (GPT_FAULT_NAN) had its chance.
   void reduce_final_from(std::int64_t off) {
     for (; next_bucket_ < buckets_.size() && buckets_[next_bucket_].begin >= off; ++next_bucket_) {
-      const bucket_range b = buckets_[next_bucket_];
+      const std::size_t k = next_bucket_;
+      const bucket_range b = buckets_[k];
       std::span<float> g(model_.grads.data() + b.begin, static_cast<std::size_t>(b.end - b.begin));
       to_wire(g);
       if (dumping_) dumping_->record_grad(b.begin, g);
-      if (native_ && worker_) {  // overlapped: the communication thread starts and progresses it
-        if (grid_.dp_size() > 1) {
-          native_bytes_ += static_cast<double>(g.size_bytes()) * 2 * (grid_.dp_size() - 1) / grid_.dp_size();
-          worker_->submit([this, g] { native_bucket(g); });
-        }
-      } else if (native_) {
-        MPI_Request r = MPI_REQUEST_NULL;
-        if (grid_.dp_size() > 1) {
-          if (MPI_Iallreduce(MPI_IN_PLACE, g.data(), static_cast<int>(g.size()), MPI_FLOAT, MPI_SUM,
-                             grid_.comm(hcomm::axis_id::dp), &r) != MPI_SUCCESS)
-            hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
-          native_bytes_ += static_cast<double>(g.size_bytes()) * 2 * (grid_.dp_size() - 1) / grid_.dp_size();
-        }
-        if (MPI_Wait(&r, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-          hcomm::fail(hcomm::errc::mpi_failure, "MPI_Iallreduce of a DP gradient bucket failed");
+      if (native_) {  // overlapped: the communication thread starts it and tests it until done
+        if (grid_.dp_size() == 1 && !zero_) continue;
+        native_bytes_ += native_bytes_of(k, g);
+        if (worker_) worker_->submit([this, k, g] { reduce_bucket_now(k, g, true); });
+        else reduce_bucket_now(k, g, false);
       } else if (worker_) {
         if constexpr (device_comm) {  // the communication stream starts where compute wrote the bucket
           const auto written = model_.ops().ex.record();
-          worker_->submit([this, g, written] {
+          worker_->submit([this, k, g, written] {
             comm_.dp().executor().wait(written);
-            dp_.reduce_bucket(g);
+            reduce_bucket_now(k, g, false);
           });
         } else {
-          worker_->submit([this, g] { dp_.reduce_bucket(g); });
+          worker_->submit([this, k, g] { reduce_bucket_now(k, g, false); });
         }
       } else {
         dp_after_compute();
-        dp_.reduce_bucket(g);
+        reduce_bucket_now(k, g, false);
       }
     }
   }
@@ -935,7 +958,7 @@ class trainer {
                   grid_.dp_size(), static_cast<long long>(zero_->local_size()), model_.params.size(), opt_.scheme.c_str());
     if (buckets_.size() > 1 || overlap_)
       std::printf("dp gradient: %zu buckets (--bucket-mb %g)%s, overlap %s\n", buckets_.size(), opt_.bucket_mb,
-                  native_ ? " by MPI_Iallreduce" : "",
+                  !native_ ? "" : zero_ ? " by MPI_Ireduce_scatter_block" : " by MPI_Iallreduce",
                   !overlap_ ? "off" : worker_ ? "on (communication thread)" : "on (tested during backward)");
     if (step_ > 0) std::printf("resumed at step %lld\n", static_cast<long long>(step_));
     std::fflush(stdout);
@@ -958,9 +981,8 @@ class trainer {
     std::size_t bucket = 0;
     if (zero_) {
       for (const auto& r : zero_->replicated()) bucket = std::max(bucket, static_cast<std::size_t>(r.len));
-      const std::size_t sharded = zero_->sharded(model_.grads).size();
-      wire_dp_->area(sharded, 1);
-      wire_dp_->area(sharded, 2);
+      wire_dp_->area(zero_->max_sharded(), 1);
+      wire_dp_->area(zero_->max_sharded(), 2);
     } else {
       for (const auto& b : buckets_) bucket = std::max(bucket, static_cast<std::size_t>(b.end - b.begin));
     }
@@ -1068,7 +1090,8 @@ class trainer {
   double phase_ms_[2] = {0, 0};
   std::vector<bucket_range> buckets_;   // backward order (overlap.hpp)
   std::size_t next_bucket_ = 0;         // this step's first bucket not started yet
-  bool native_ = false;                 // uncompressed DP: buckets by MPI_Iallreduce
+  bool native_ = false;                 // uncompressed DP: buckets by MPI_Iallreduce (--zero 1: and
+                                        // MPI_Ireduce_scatter_block)
   bool overlap_ = false;                // --overlap on
   double native_bytes_ = 0;             // their bytes this step (as a ring sends them)
   std::unique_ptr<comm_worker> worker_;  // --overlap on, compressed DP: the communication thread
