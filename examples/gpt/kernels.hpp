@@ -12,13 +12,17 @@
 #pragma once
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <vector>
 
+#include "avx2/gelu.hpp"
 #include "hcomm/core/bfloat16.hpp"
+#include "hcomm/core/cpu_features.hpp"
 #include "hcomm/exec/threads.hpp"
+#include "portable/gelu.hpp"
 
 namespace gpt::k {
 
@@ -133,31 +137,40 @@ inline void matmul_backward(float* dx, float* dW, float* dbias, const float* dou
   if (dbias) column_sums_add(dbias, dout, N, OC);
 }
 
-// GELU, tanh approximation (GPT-2's gelu_new; PyTorch gelu(approximate="tanh")).
-// 0.5 (1 + tanh(u)) == sigmoid(2u): one expf instead of tanhf (which costs an expm1f and was
-// a fifth of the step time).
-inline float gelu_sigmoid(float v) {
-  constexpr float s = 0.7978845608028654f;  // sqrt(2 / pi)
-  const float u = s * (v + 0.044715f * v * v * v);
-  return 1.f / (1.f + std::exp(-2.f * u));
-}
+// GELU, tanh approximation (GPT-2's gelu_new; PyTorch gelu(approximate="tanh")): the
+// arithmetic of portable/gelu.hpp (0.5 (1 + tanh u) as a logistic function of one
+// polynomial exp), in blocks of gelu_block elements over the threads, each block by
+// avx2/gelu.hpp's vector loop where the CPU has AVX2 (the same bits either way).
+constexpr idx gelu_block = 4096;
 
 inline void gelu_forward(float* out, const float* x, idx n) {
 #pragma omp parallel for if (n > par_min) num_threads(hcomm::exec::default_threads())
-  for (idx i = 0; i < n; ++i) out[i] = x[i] * gelu_sigmoid(x[i]);
+  for (idx b = 0; b < n; b += gelu_block) {
+    const idx m = std::min(gelu_block, n - b);
+#if HCOMM_X86_VARIANTS
+    if (hcomm::cpu::use_avx2()) {
+      avx2::gelu_forward(out + b, x + b, m);
+      continue;
+    }
+#endif
+    const portable::gelu_forward f{out + b, x + b};
+    for (idx i = 0; i < m; ++i) f(static_cast<std::size_t>(i));
+  }
 }
 
 // dx[n] = dout * gelu'(x) (overwrites; dx may alias dout).
 inline void gelu_backward(float* dx, const float* x, const float* dout, idx n) {
-  constexpr float s = 0.7978845608028654f;
 #pragma omp parallel for if (n > par_min) num_threads(hcomm::exec::default_threads())
-  for (idx i = 0; i < n; ++i) {
-    const float v = x[i];
-    const float sg = gelu_sigmoid(v);     // 0.5 (1 + tanh u)
-    const float th = 2.f * sg - 1.f;      // tanh u
-    const float sech2 = 1.f - th * th;
-    const float local = sg + 0.5f * v * sech2 * s * (1.f + 3.f * 0.044715f * v * v);
-    dx[i] = local * dout[i];
+  for (idx b = 0; b < n; b += gelu_block) {
+    const idx m = std::min(gelu_block, n - b);
+#if HCOMM_X86_VARIANTS
+    if (hcomm::cpu::use_avx2()) {
+      avx2::gelu_backward(dx + b, x + b, dout + b, m);
+      continue;
+    }
+#endif
+    const portable::gelu_backward f{dx + b, x + b, dout + b};
+    for (idx i = 0; i < m; ++i) f(static_cast<std::size_t>(i));
   }
 }
 

@@ -85,12 +85,32 @@ TEST_CASE("portable layernorm: host-check = host, and kernels.hpp's to rounding"
   }
 }
 
-TEST_CASE("portable GELU: host-check = host = kernels.hpp", "[model][portable]") {
+TEST_CASE("portable GELU: host-check = host = kernels.hpp (its AVX2 and portable bodies)", "[model][portable]") {
   const std::size_t n = 5000;
-  const auto x = randn(n, 5, 3.f), dout = randn(n, 6);
-  std::vector<float> y0(n), d0(n);
+  auto x = randn(n, 5, 3.f);
+  const auto dout = randn(n, 6);
+  x[0] = -200.f, x[1] = 200.f, x[2] = -9.f, x[3] = 0.f;  // the exp's clamps, both ends
+  std::vector<float> y0(n), d0(n), yp(n), dp(n);
   gpt::k::gelu_forward(y0.data(), x.data(), static_cast<gpt::k::idx>(n));
   gpt::k::gelu_backward(d0.data(), x.data(), dout.data(), static_cast<gpt::k::idx>(n));
+  {
+    hcomm::cpu::force_portable guard;
+    gpt::k::gelu_forward(yp.data(), x.data(), static_cast<gpt::k::idx>(n));
+    gpt::k::gelu_backward(dp.data(), x.data(), dout.data(), static_cast<gpt::k::idx>(n));
+  }
+  CHECK(yp == y0);
+  CHECK(dp == d0);
+  CHECK(std::abs(y0[0]) < 1e-30f);  // -200 times a logistic of about 4.5e-38
+  CHECK(y0[1] == 200.f);
+  // against the tanh form in double precision, 0.5 v (1 + tanh u) = v / (1 + e^(-2u)) (the
+  // logistic form keeps the tiny values of negative v that 1 + tanh u rounds to 0)
+  for (std::size_t i = 0; i < n; ++i) {
+    const double v = x[i], u = 0.7978845608028654 * (v + 0.044715 * v * v * v);
+    const double y = v / (1 + std::exp(-2 * u));
+    INFO("x " << x[i] << " y " << y << " got " << y0[i]);
+    // (float's rounding of u moves e^(-2u) by up to a few ulp of 2u, relative)
+    REQUIRE(std::abs(y0[i] - y) <= (1e-6 + 4e-7 * std::abs(2 * u)) * std::abs(y) + 1e-30);
+  }
   auto run = [&](const auto& ex, std::vector<float>& y, std::vector<float>& d) {
     y.assign(n, 0.f);
     d = dout;  // in place, as the trainer calls it
@@ -102,8 +122,18 @@ TEST_CASE("portable GELU: host-check = host = kernels.hpp", "[model][portable]")
   run(hcomm::exec::host_check{.seed = 3}, y2, d2);
   CHECK(y2 == y1);
   CHECK(d2 == d1);
-  check_close(y1, y0, 1e-6f, 1e-7f);
-  check_close(d1, d0, 1e-6f, 1e-7f);
+  CHECK(y1 == y0);
+  CHECK(d1 == d0);
+}
+
+TEST_CASE("GELU's exp: within 2 ulp of e^y on [-80, 0]", "[model][portable]") {
+  double worst = 0;
+  for (float t = -80.f; t <= 0.f; t += 0.0017f) {
+    const double e = std::exp(static_cast<double>(t));
+    worst = std::max(worst, std::abs(gpt::portable::gelu_exp(t) - e) / e);
+  }
+  CHECK(worst < 2 * 5.97e-8);
+  CHECK(gpt::portable::gelu_exp(0.f) == 1.f);
 }
 
 TEST_CASE("portable AdamW: host-check = host = optim.hpp's update", "[model][portable]") {
