@@ -20,11 +20,13 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "config.hpp"
 #include "data.hpp"
+#include "hcomm/core/error.hpp"
 #include "params.hpp"
 
 namespace gpt {
@@ -87,8 +89,19 @@ struct mlm_data {
   std::uint64_t seed = 0;
 
   mlm_data() = default;
+  // Throws when the training or the validation text has no byte to mask (whitespace only).
   mlm_data(const text_data* t, const config& c)
-      : text(t), T(c.block), rate(c.mask_rate), whole_words(c.mask_words), seed(c.seed) {}
+      : text(t), T(c.block), rate(c.mask_rate), whole_words(c.mask_words), seed(c.seed) {
+    auto maskable = [&](std::int64_t b, std::int64_t n) {
+      for (std::int64_t i = b; i < b + n; ++i)
+        if (!mlm_space_byte(text->bytes[static_cast<std::size_t>(i)])) return true;
+      return false;
+    };
+    if (!maskable(0, text->train_len) || !maskable(text->val_start, text->val_len))
+      hcomm::fail(hcomm::errc::invalid_argument,
+                  std::string("its ") + (maskable(0, text->train_len) ? "validation" : "training") +
+                      " text is whitespace only: masked-LM has no byte to predict");
+  }
 
   // The T-2 bytes at window position pos of [base, base + len) (the windows of data.hpp).
   int sequence(std::int64_t base, std::int64_t len, std::uint64_t pos, std::uint64_t index, int* tokens,

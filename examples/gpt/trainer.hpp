@@ -118,8 +118,12 @@ class trainer {
     allocating() = false;
     if (const verdict v = agree(true, ""); !v.ok) throw stopped{2, allocation_failure(v)};
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
-    agreed([&] { data_ = text_data::load(o.data, c.val_frac, c.block); }, 2, "cannot load --data " + o.data + ": ");
-    if (c.is_bert()) mlm_ = mlm_data(&data_, c);
+    agreed(
+        [&] {
+          data_ = text_data::load(o.data, c.val_frac, c.block);
+          if (c.is_bert()) mlm_ = mlm_data(&data_, c);
+        },
+        2, "cannot load --data " + o.data + ": ");
     const int M = model_.n_micro();
     const std::size_t N = static_cast<std::size_t>(model_.rows());
     tokens_.assign(M, std::vector<int>(N));
@@ -270,7 +274,7 @@ class trainer {
   }
   // Returns the mean token loss of the global batch (NaN or Inf: the update was skipped).
   double train_step(std::int64_t step, float lr) {
-    next_batch();
+    next_batch(step);
     model_.zero_grads();
     sp_.begin_step(step);
     const double loss_sum = forward_backward(step);  // ends with the gradients summed over DP
@@ -304,7 +308,7 @@ class trainer {
   // This DP rank's sequences [d*B/D, (d+1)*B/D) of the global batch at the data cursor, cut
   // into micro-batches. BERT: every rank masks the whole global batch (a few bytes per
   // position) to know the number of predicted positions, the loss's denominator.
-  void next_batch() {
+  void next_batch(std::int64_t step) {
     const int M = model_.n_micro(), S = model_.micro(), T = cfg_.block;
     const int per_dp = cfg_.batch / grid_.dp_size();
     if (cfg_.is_bert()) {
@@ -318,6 +322,9 @@ class trainer {
         std::copy(tok.begin(), tok.end(), tokens_[mb].begin() + s * T);
         std::copy(tgt.begin(), tgt.end(), targets_[mb].begin() + s * T);
       }
+      if (predicted == 0)  // every rank masked the same global batch: all stop here
+        throw stopped{4, "step " + std::to_string(step + 1) +
+                             ": the global batch has no byte to mask (its windows are whitespace only)"};
       loss_count_ = predicted;
       return;
     }
