@@ -115,6 +115,27 @@ inline std::vector<double> parse_reals(const std::string& name, const std::strin
   }
   return got;
 }
+// A comma-separated set of the axes dp, pp, tp, each at most once, returned in that order
+// ("tp,dp" -> "dp,tp"); "" for none.
+inline std::string parse_axes(const std::string& name, const std::string& v) {
+  bool seen[3] = {false, false, false};
+  const char* names[3] = {"dp", "pp", "tp"};
+  std::size_t pos = 0;
+  while (!v.empty()) {
+    const std::size_t e = v.find(',', pos);
+    const std::string part = v.substr(pos, e == std::string::npos ? std::string::npos : e - pos);
+    const auto* it = std::find(std::begin(names), std::end(names), part);
+    if (it == std::end(names) || seen[it - std::begin(names)])
+      throw CLI::ValidationError(name, "wants distinct axes among dp, pp, tp, comma-separated; got '" + v + "'");
+    seen[it - std::begin(names)] = true;
+    if (e == std::string::npos) break;
+    pos = e + 1;
+  }
+  std::string out;
+  for (int a = 0; a < 3; ++a)
+    if (seen[a]) out += (out.empty() ? "" : ",") + std::string(names[a]);
+  return out;
+}
 inline CLI::Option* reals_opt(CLI::App& app, const std::string& name, std::vector<double*> out, double lo, double hi,
                               const std::string& what) {
   auto set = [out, name, lo, hi](const std::string& v) {
@@ -221,6 +242,12 @@ inline void add_options(CLI::App& app, cli& c) {
          "hcomm: off sends the messages of an axis whose ranks all run on one node uncompressed (shared memory "
          "or NVLink faster than the codec); the axes that cross nodes keep the scheme")
       ->check(CLI::IsMember({"on", "off"}))->default_str("on")->group(G);
+  app.add_option_function<std::string>(
+         "--uncompressed-axes",
+         [&r](const std::string& v) { r.uncompressed_axes = cli_detail::parse_axes("--uncompressed-axes", v); },
+         "hcomm: these axes (comma-separated: dp, pp, tp) send every message uncompressed, the others keep the "
+         "scheme (a layout known in advance, where --compress-inside-node off finds it from where ranks run)")
+      ->type_name("AXIS,..")->group(G);
   app.add_option_function<std::string>(
          "--overlap", [&r](const std::string& v) { r.overlap = v == "on"; },
          "DP gradient buckets all-reduced (--zero 1: reduce-scattered) on a communication thread as backward "

@@ -65,6 +65,10 @@ struct run_options {
   long long compress_min_bytes = -1;  // hcomm: messages below this go uncompressed (-1: hcomm's default)
   int idle_sleep_us = -1;              // hcomm: comm_options::idle_sleep_us (-1: auto, 0: MPI_Wait, -2: yield)
   bool compress_inside_node = true;   // hcomm: comm_options::compress_inside_node (--compress-inside-node)
+  std::string uncompressed_axes;      // --uncompressed-axes: "" or some of dp, pp, tp, comma-separated, in that order
+  bool uncompressed_axis(const std::string& axis) const {
+    return ("," + uncompressed_axes + ",").find("," + axis + ",") != std::string::npos;
+  }
   int save_every = 0;         // also save every k steps (0: only at the end / stop)
   int stop_at = -1;           // stop (and save) before this step, as if interrupted
   int keep = 1;               // complete checkpoint sets kept in the --save directory

@@ -33,7 +33,7 @@ std::string cuda_unavailable(const node_place& node, bool share) {
 }
 
 run_result train_on_cuda(const config& c, const run_options& o, const hcomm::grid& g,
-                         const hcomm::algorithm::options& opt, const node_place& node) {
+                         const hcomm::axis_options& opt, const node_place& node) {
   if (const std::string no = cuda_unavailable(node, o.share_gpu); !no.empty())
     hcomm::fail(hcomm::errc::unsupported, "--device cuda: " + no);
   int devices = 0;

@@ -10,7 +10,7 @@
 
 #include "config.hpp"
 #include "gpu_placement.hpp"
-#include "hcomm/algorithm/options.hpp"  // hcomm::algorithm::options (hcomm::comm_options)
+#include "hcomm/comm/axis_options.hpp"
 #include "hcomm/topology/grid.hpp"
 #include "options.hpp"
 
@@ -26,6 +26,6 @@ std::string cuda_unavailable(const node_place& node, bool share);
 // (check_cli refuses the others); throws
 // hcomm::error (unsupported) where cuda_unavailable() says why.
 run_result train_on_cuda(const config& c, const run_options& o, const hcomm::grid& g,
-                         const hcomm::algorithm::options& opt, const node_place& node);
+                         const hcomm::axis_options& opt, const node_place& node);
 
 }  // namespace gpt

@@ -57,7 +57,7 @@ gpt::run_result train(const cli& c, const hcomm::grid& grid, Bundle& comm) {
 // cuda) zhybrid:16,6+ef for error feedback on device memory. host communicates through the
 // host bundle; host-check through the device bundle over staged MPI, the code --device cuda
 // runs (train_cuda.cu), so that CI runs it on the CPU.
-gpt::run_result run_portable(const cli& c, const hcomm::grid& grid, const hcomm::comm_options& opt) {
+gpt::run_result run_portable(const cli& c, const hcomm::grid& grid, const hcomm::axis_options& opt) {
   auto on_host_check = [&]<class Scheme>() {
     using dev_bundle = hcomm::device_bundle<Scheme, hcomm::exec::host_check, hcomm::transport::mpi_staged>;
     dev_bundle comm(grid, opt);
@@ -75,22 +75,44 @@ gpt::run_result run_portable(const cli& c, const hcomm::grid& grid, const hcomm:
   return on_host_check.template operator()<hcomm::scheme::with_error_feedback<hcomm::scheme::zhybrid<16, 6>>>();
 }
 
-// --compress-inside-node off: rank 0 says which axes hcomm found inside one node, so that the
-// log shows what went uncompressed for that reason.
+// --uncompressed-axes and --compress-inside-node off: rank 0 says which axes went uncompressed
+// and why, so that the log shows it.
 template <class Bundle>
-void say_inside_node(Bundle& comm, const cli& c) {
-  if (c.run.compress_inside_node || c.run.quiet) return;
-  std::string raw, kept;
+void say_uncompressed(Bundle& comm, const cli& c) {
+  if (c.run.quiet || (c.run.compress_inside_node && c.run.uncompressed_axes.empty())) return;
+  std::string raw, kept, by_flag, rest;  // rest: the axes not in --uncompressed-axes
   auto add = [](std::string& s, const char* axis) { s += s.empty() ? axis : std::string(", ") + axis; };
   for (auto [axis, inside] : {std::pair{"dp", comm.dp().raw_inside_node()},
                               std::pair{"pp", comm.pp().raw_inside_node()},
-                              std::pair{"tp", comm.tp().raw_inside_node()}})
-    add(inside ? raw : kept, axis);
+                              std::pair{"tp", comm.tp().raw_inside_node()}}) {
+    const bool listed = c.run.uncompressed_axis(axis);
+    add(listed ? by_flag : inside ? raw : kept, axis);
+    if (!listed) add(rest, axis);
+  }
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank == 0)
+  if (rank != 0) return;
+  auto or_none = [](const std::string& s) { return s.empty() ? "none" : s.c_str(); };
+  if (!by_flag.empty())
+    std::printf("hcomm: --uncompressed-axes: uncompressed: %s; %s: %s\n", by_flag.c_str(),
+                c.run.compress_inside_node ? "compressed by the scheme" : "the others", or_none(rest));
+  if (!c.run.compress_inside_node)
     std::printf("hcomm: --compress-inside-node off: uncompressed inside one node: %s; compressed by the scheme: %s\n",
-                raw.empty() ? "none" : raw.c_str(), kept.empty() ? "none" : kept.c_str());
+                or_none(raw), or_none(kept));
+}
+
+// The communicators' options: the --compress-min-bytes, --idle-sleep-us and
+// --compress-inside-node of every axis, and the axes of --uncompressed-axes uncompressed.
+hcomm::axis_options comm_options_of(const gpt::run_options& r) {
+  hcomm::comm_options opt;
+  if (r.compress_min_bytes >= 0) opt.threshold_bytes = static_cast<std::size_t>(r.compress_min_bytes);
+  opt.idle_sleep_us = r.idle_sleep_us;
+  opt.compress_inside_node = r.compress_inside_node;
+  hcomm::axis_options axes(opt);
+  for (auto [name, axis] : {std::pair{"dp", hcomm::axis_id::dp}, std::pair{"pp", hcomm::axis_id::pp},
+                            std::pair{"tp", hcomm::axis_id::tp}})
+    if (r.uncompressed_axis(name)) axes.uncompressed(axis);
+  return axes;
 }
 
 gpt::run_result run_scheme(const cli& c, [[maybe_unused]] const gpt::node_place& node) {
@@ -99,10 +121,7 @@ gpt::run_result run_scheme(const cli& c, [[maybe_unused]] const gpt::node_place&
     gpt::plain_bundle comm(grid);
     return train(c, grid, comm);
   }
-  hcomm::comm_options opt;
-  if (c.run.compress_min_bytes >= 0) opt.threshold_bytes = static_cast<std::size_t>(c.run.compress_min_bytes);
-  opt.idle_sleep_us = c.run.idle_sleep_us;
-  opt.compress_inside_node = c.run.compress_inside_node;
+  const hcomm::axis_options opt = comm_options_of(c.run);
 #if HCOMM_GPT_CUDA
   if (c.run.device == "cuda") return gpt::train_on_cuda(c.cfg, c.run, grid, opt, node);
 #endif
@@ -112,7 +131,7 @@ gpt::run_result run_scheme(const cli& c, [[maybe_unused]] const gpt::node_place&
   if (c.run.device != "cpu") return run_portable(c, grid, opt);
   return hcomm::dispatch_scheme(c.run.scheme, [&]<class Scheme>() {
     hcomm::bundle<Scheme> comm(grid, opt);
-    say_inside_node(comm, c);
+    say_uncompressed(comm, c);
     return train(c, grid, comm);
   });
 }

@@ -15,7 +15,7 @@
 namespace gpt {
 
 run_result train_on_kokkos(const config& c, const run_options& o, const hcomm::grid& g,
-                           const hcomm::algorithm::options& opt) {
+                           const hcomm::axis_options& opt) {
   using exec = hcomm::exec::kokkos<>;
   static_assert(!exec::is_device, "--device kokkos: the GEMMs are the host BLAS, so a host execution space");
   using ops = portable_ops<exec>;

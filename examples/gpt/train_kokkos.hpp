@@ -7,7 +7,7 @@
 #include <string>
 
 #include "config.hpp"
-#include "hcomm/algorithm/options.hpp"  // hcomm::algorithm::options (hcomm::comm_options)
+#include "hcomm/comm/axis_options.hpp"
 #include "hcomm/topology/grid.hpp"
 #include "options.hpp"
 
@@ -19,6 +19,6 @@ struct run_result;
 // by the host BLAS; Kokkos is initialised and finalised around the run. `scheme` is none or
 // zhybrid:16,8 (check_cli refuses the others).
 run_result train_on_kokkos(const config& c, const run_options& o, const hcomm::grid& g,
-                           const hcomm::algorithm::options& opt);
+                           const hcomm::axis_options& opt);
 
 }  // namespace gpt

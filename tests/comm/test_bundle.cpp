@@ -161,6 +161,32 @@ void inside_node(const hcomm::grid& g) {
   CHECK(threw, "inside-node differing across ranks: errc::mismatch on every rank");
   if (t::world_rank() == 0) std::printf("  compress_inside_node ok\n");
 }
+// axis_options: TP uncompressed by name (its sums MPI's exact ones, its bytes sent raw) while
+// DP and PP keep the scheme (fewer bytes sent than raw).
+void per_axis(const hcomm::grid& g) {
+  using S = hcomm::scheme::zhybrid<16, 8>;
+  hcomm::comm_options o;
+  o.threshold_bytes = 0;
+  hcomm::bundle<S> b(g, hcomm::axis_options(o).uncompressed(hcomm::axis_id::tp));
+  const std::size_t n = 5000;
+  std::vector<float> x(n), ref(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = ref[i] = val(t::world_rank(), i);
+  MPI_Allreduce(MPI_IN_PLACE, ref.data(), static_cast<int>(n), MPI_FLOAT, MPI_SUM, g.comm(hcomm::axis_id::tp));
+  b.tp().allreduce(std::span<float>(x));
+  CHECK(x == ref, "axis_options: tp allreduce is MPI's exact sum");
+  for (std::size_t i = 0; i < n; ++i) x[i] = val(t::world_rank(), i);
+  b.dp().allreduce(std::span<float>(x));
+  if (g.pp_rank() + 1 < g.pp_size()) b.pp().send(std::span<const float>(x), g.next_stage(), 0);
+  if (g.pp_rank() > 0) {
+    std::vector<float> got(n);
+    b.pp().recv(std::span<float>(got), g.prev_stage(), 0);
+  }
+  const auto sd = b.dp().stats(), st = b.tp().stats(), sp = b.pp().stats();
+  if (g.tp_size() > 1) CHECK(st.wire_bytes == st.raw_bytes && st.raw_bytes > 0, "axis_options: tp sent raw");
+  if (g.dp_size() > 1) CHECK(sd.wire_bytes < sd.raw_bytes, "axis_options: dp compressed");
+  if (g.pp_rank() + 1 < g.pp_size()) CHECK(sp.wire_bytes < sp.raw_bytes, "axis_options: pp compressed");
+  if (t::world_rank() == 0) std::printf("  axis_options ok\n");
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -173,5 +199,6 @@ int main(int argc, char** argv) {
   for (const char* name : {"none", "naive:8", "mzhybrid:8", "zhybrid:16,8", "zhybrid:16,6+ef"})
     hcomm::dispatch_scheme(name, [&]<class S>() { exercise<S>(g); });
   inside_node(g);
+  per_axis(g);
   return t::finish("test_bundle");
 }

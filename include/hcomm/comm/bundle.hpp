@@ -10,12 +10,14 @@
 // dp() and tp() run over the grid's axis sub-communicators; pp() runs over the grid's world
 // duplicate so that peers are the world ranks prev_stage()/next_stage() return. Each
 // communicator duplicates what it is given, so the bundle does not depend on the grid's
-// lifetime afterwards.
+// lifetime afterwards. Given an axis_options (comm/axis_options.hpp), each axis takes its own
+// options, e.g. TP uncompressed while DP and PP keep the scheme.
 #pragma once
 #include <string>
 #include <type_traits>
 #include <utility>
 
+#include "hcomm/comm/axis_options.hpp"
 #include "hcomm/comm/communicator.hpp"
 #include "hcomm/comm/scheme.hpp"
 #include "hcomm/topology/grid.hpp"
@@ -67,9 +69,10 @@ class bundle : public detail::axis_bundle<S, scheme_communicator<S, DP>, scheme_
   using base = detail::axis_bundle<S, scheme_communicator<S, DP>, scheme_communicator<S, PP>, scheme_communicator<S, TP>>;
 
  public:
-  explicit bundle(const grid& g, const comm_options& opt = {})
-      : base{typename base::dp_comm(g.comm(axis_id::dp), opt), typename base::pp_comm(g.world(), opt),
-             typename base::tp_comm(g.comm(axis_id::tp), opt)} {}
+  // opt: one comm_options for every axis, or an axis_options with each its own.
+  explicit bundle(const grid& g, const axis_options& opt = {})
+      : base{typename base::dp_comm(g.comm(axis_id::dp), opt.dp), typename base::pp_comm(g.world(), opt.pp),
+             typename base::tp_comm(g.comm(axis_id::tp), opt.tp)} {}
 };
 
 }  // namespace hcomm

@@ -25,6 +25,7 @@
 #include <string>
 #include <type_traits>
 
+#include "hcomm/comm/axis_options.hpp"
 #include "hcomm/comm/bundle.hpp"  // detail::axis_bundle
 #include "hcomm/comm/device_communicator.hpp"
 #include "hcomm/comm/scheme.hpp"
@@ -51,11 +52,12 @@ class device_bundle
   using executor_type = Exec;
   using transport_type = Transport;
 
-  explicit device_bundle(const grid& g, const comm_options& opt = {}, Exec ex = {}) : device_bundle(g, opt, ex, ex) {}
+  // opt: one comm_options for every axis, or an axis_options (comm/axis_options.hpp).
+  explicit device_bundle(const grid& g, const axis_options& opt = {}, Exec ex = {}) : device_bundle(g, opt, ex, ex) {}
   // DP on `dp_ex`, PP and TP on `ex`.
-  device_bundle(const grid& g, const comm_options& opt, Exec ex, Exec dp_ex)
-      : base{typename base::dp_comm(g.comm(axis_id::dp), opt, dp_ex), typename base::pp_comm(g.world(), opt, ex),
-             typename base::tp_comm(g.comm(axis_id::tp), opt, ex)} {}
+  device_bundle(const grid& g, const axis_options& opt, Exec ex, Exec dp_ex)
+      : base{typename base::dp_comm(g.comm(axis_id::dp), opt.dp, dp_ex), typename base::pp_comm(g.world(), opt.pp, ex),
+             typename base::tp_comm(g.comm(axis_id::tp), opt.tp, ex)} {}
 };
 
 }  // namespace hcomm
