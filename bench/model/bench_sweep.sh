@@ -13,6 +13,8 @@
 #
 #   bench/model/bench_sweep.sh
 #   ROUNDS=1 RATES="20mbit 100mbit" SCHEMES="none zhybrid:16,8" STEPS=20 OUT=out/sweep bench/model/bench_sweep.sh
+#   EXTRA="--layers 4 --heads 8 --uncompressed-axes tp" bench/model/bench_sweep.sh   # the main job's
+#     layout: TP (inside the nodes) uncompressed, in the shared-memory calibration too
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RATES=${RATES:-"10mbit 20mbit 50mbit 100mbit 1000mbit"}
@@ -27,6 +29,7 @@ OUT=$(cd "$OUT" && pwd)
   echo "date: $(date -u)"
   echo "host: $(uname -srm), $(nproc --all) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
   echo "steps $STEPS, rounds $ROUNDS, schemes: $SCHEMES, rates: $RATES"
+  echo "train_gpt options (EXTRA): ${EXTRA:-bench_schemes.sh's default}"
 } > "$OUT/conditions.txt"
 for k in $(seq 1 "$ROUNDS"); do
   R="$OUT/round$k"

@@ -272,6 +272,15 @@ def sweep_report(out, schemes, crossing, nodes, plot=True):
                 "dp_wait": statistics.median(dpw) if dpw else None}
 
     local = {s: steps("shm", s) for s in schemes}
+    # Whether the runs left TP uncompressed (--uncompressed-axes tp): a compressing scheme's TP
+    # sent its raw bytes in the shared-memory calibration.
+    tp_raw = False
+    for s in schemes[1:]:
+        f = os.path.join(rounds[0], "shm", re.sub(r"[:,+]", "_", s) + ".jsonl")
+        if os.path.exists(f):
+            first = json.loads(open(f).readline())["comm"]["tp"]
+            tp_raw = first["raw"] > 0 and first["sent"] == first["raw"]
+            break
     meas = {(r, s): steps(r, s) for r in rates for s in schemes}
     pred = {}
     calib = set()
@@ -284,7 +293,9 @@ def sweep_report(out, schemes, crossing, nodes, plot=True):
         if m and local[s]:
             pred[(r, s)] = sweep_model(local[s]["med"], m["node_bytes"], _mbit(r), hops, hop_us)
     L = [f"{len(rounds)} round(s); median ms/step over the steady steps (3..) of all rounds, "
-         "10th-90th percentile, the range of the rounds' medians; the model's prediction and its error.", "",
+         "10th-90th percentile, the range of the rounds' medians; the model's prediction and its error."
+         + (" TP uncompressed in every run (its bytes sent raw: --uncompressed-axes tp); DP and PP by the scheme."
+            if tp_raw else ""), "",
          "The model (bench/model3d/step_model.py sweep_model): the no-link-limit step, plus each node's bytes "
          f"at the link rate with TCP framing less the token bucket's burst ({TBF_BURST_BYTES // 1024} KiB, refilled "
          f"during compute), plus {hops:.1f} message hops per step on the critical path, each one frame time at the "
@@ -384,7 +395,7 @@ def sweep_report(out, schemes, crossing, nodes, plot=True):
     ax.set_xscale("log")
     ax.set_xlabel("inter-node link rate (Mbit/s)")
     ax.set_ylabel("tokens/s speed-up over none")
-    ax.set_title("2x2x2 on 4 emulated nodes x 2 ranks (TP inside nodes)")
+    ax.set_title("2x2x2 on 4 emulated nodes x 2 ranks (TP inside nodes%s)" % (", uncompressed" if tp_raw else ""))
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "sweep.png"), dpi=120)
