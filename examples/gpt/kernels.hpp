@@ -15,13 +15,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
+#include "avx2/exp.hpp"
 #include "avx2/gelu.hpp"
 #include "hcomm/core/bfloat16.hpp"
 #include "hcomm/core/cpu_features.hpp"
 #include "hcomm/exec/threads.hpp"
+#include "portable/exp.hpp"
 #include "portable/gelu.hpp"
 
 namespace gpt::k {
@@ -200,6 +204,32 @@ inline void rotary_apply(float* qkv, const float* cos_t, const float* sin_t, idx
   }
 }
 
+// A softmax row's exponentials: out[j] = e^(in[j] - mx) for j < n, mx the row's maximum (out
+// may be in), by portable/exp.hpp's arithmetic (avx2/exp.hpp's vector loop where the CPU has
+// AVX2: the same bits). True if any in[j] - mx was NaN: the caller makes the row NaN, as
+// libm's exp would have.
+inline bool shifted_exp(const float* in, float* out, float mx, idx n) {
+#if HCOMM_X86_VARIANTS
+  if (hcomm::cpu::use_avx2()) return avx2::shifted_exp(in, out, mx, n) != 0;
+#endif
+  const portable::shifted_exp f{in, out, mx};
+  std::uint32_t nan = 0;
+  for (idx j = 0; j < n; ++j) nan |= f(static_cast<std::size_t>(j));
+  return nan != 0;
+}
+
+// A row's sum in 8 interleaved partial sums added up in a fixed order at the end (a sum in
+// one register waits on each add; 8 lanes vectorize and pipeline), the same bits on every run.
+inline float row_sum(const float* x, idx n) {
+  float acc[8] = {};
+  idx j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int l = 0; l < 8; ++l) acc[l] += x[j + l];
+  float s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; j < n; ++j) s += x[j];
+  return s;
+}
+
 // Self-attention over nh local heads of size hd: causal (GPT, key j <= query t) or
 // bidirectional (BERT, every key).
 // qkv[B*T, 3*Cl] (q | k | v, head h at columns h*hd), att[B, nh, T, T] softmax kept for
@@ -223,12 +253,8 @@ inline void attention_forward(float* out, float* att, const float* qkv, idx B, i
         float* row = P + t * T;
         float mx = row[0];
         for (idx j = 1; j <= last; ++j) mx = row[j] > mx ? row[j] : mx;
-        float sum = 0.f;
-        for (idx j = 0; j <= last; ++j) {
-          row[j] = std::exp(row[j] - mx);
-          sum += row[j];
-        }
-        const float inv = 1.f / sum;
+        const bool nan = shifted_exp(row, row, mx, last + 1);
+        const float inv = nan ? std::numeric_limits<float>::quiet_NaN() : 1.f / row_sum(row, last + 1);
         for (idx j = 0; j <= last; ++j) row[j] *= inv;
         for (idx j = last + 1; j < T; ++j) row[j] = 0.f;
       }

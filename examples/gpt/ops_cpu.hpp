@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -241,8 +242,13 @@ struct cpu_ops {
         sums[N + n] = 0.f;
         continue;
       }
-      float s = 0.f;
-      for (idx v = 0; v < V; ++v) s += std::exp(z[n * V + v] - mx[n]);
+      // the exponentials through a block on the stack (the logits stay for ce_grad)
+      float s = 0.f, e[256];
+      for (idx b = 0; b < V; b += 256) {
+        const idx m = std::min<idx>(256, V - b);
+        const bool nan = k::shifted_exp(z + n * V + b, e, mx[n], m);
+        s = nan ? std::numeric_limits<float>::quiet_NaN() : s + k::row_sum(e, m);
+      }
       const idx t = targets[n] - v0;
       sums[n] = s;
       sums[N + n] = (t >= 0 && t < V) ? z[n * V + t] : 0.f;
@@ -257,12 +263,10 @@ struct cpu_ops {
         std::fill(z + n * V, z + (n + 1) * V, 0.f);
         continue;
       }
-      const float inv = 1.f / sums[n];
+      float* r = z + n * V;
+      const float inv = k::shifted_exp(r, r, mx[n], V) ? std::numeric_limits<float>::quiet_NaN() : 1.f / sums[n];
       const idx t = targets[n] - v0;
-      for (idx v = 0; v < V; ++v) {
-        const float pr = std::exp(z[n * V + v] - mx[n]) * inv;
-        z[n * V + v] = (pr - (v == t ? 1.f : 0.f)) * scale;
-      }
+      for (idx v = 0; v < V; ++v) r[v] = (r[v] * inv - (v == t ? 1.f : 0.f)) * scale;
     }
   }
 

@@ -75,30 +75,38 @@ gpt::run_result run_portable(const cli& c, const hcomm::grid& grid, const hcomm:
   return on_host_check.template operator()<hcomm::scheme::with_error_feedback<hcomm::scheme::zhybrid<16, 6>>>();
 }
 
-// --uncompressed-axes and --compress-inside-node off: rank 0 says which axes went uncompressed
-// and why, so that the log shows it.
+// --uncompressed-axes: rank 0 says which axes go uncompressed and which by the scheme, on
+// every backend.
+void say_uncompressed_axes(const cli& c) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (c.run.uncompressed_axes.empty() || c.run.quiet || rank != 0) return;
+  std::string raw, kept;
+  for (const char* axis : {"dp", "pp", "tp"}) {
+    std::string& s = c.run.uncompressed_axis(axis) ? raw : kept;
+    s += s.empty() ? axis : std::string(", ") + axis;
+  }
+  std::printf("hcomm: --uncompressed-axes: uncompressed: %s; compressed by %s: %s\n", raw.c_str(),
+              c.run.scheme.c_str(), kept.empty() ? "no axis" : kept.c_str());
+}
+
+// --compress-inside-node off: rank 0 says which axes hcomm found inside one node (of those
+// --uncompressed-axes leaves to the scheme), so that the log shows what went uncompressed
+// for that reason.
 template <class Bundle>
-void say_uncompressed(Bundle& comm, const cli& c) {
-  if (c.run.quiet || (c.run.compress_inside_node && c.run.uncompressed_axes.empty())) return;
-  std::string raw, kept, by_flag, rest;  // rest: the axes not in --uncompressed-axes
+void say_inside_node(Bundle& comm, const cli& c) {
+  if (c.run.compress_inside_node || c.run.quiet) return;
+  std::string raw, kept;
   auto add = [](std::string& s, const char* axis) { s += s.empty() ? axis : std::string(", ") + axis; };
   for (auto [axis, inside] : {std::pair{"dp", comm.dp().raw_inside_node()},
                               std::pair{"pp", comm.pp().raw_inside_node()},
-                              std::pair{"tp", comm.tp().raw_inside_node()}}) {
-    const bool listed = c.run.uncompressed_axis(axis);
-    add(listed ? by_flag : inside ? raw : kept, axis);
-    if (!listed) add(rest, axis);
-  }
+                              std::pair{"tp", comm.tp().raw_inside_node()}})
+    if (!c.run.uncompressed_axis(axis)) add(inside ? raw : kept, axis);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) return;
-  auto or_none = [](const std::string& s) { return s.empty() ? "none" : s.c_str(); };
-  if (!by_flag.empty())
-    std::printf("hcomm: --uncompressed-axes: uncompressed: %s; %s: %s\n", by_flag.c_str(),
-                c.run.compress_inside_node ? "compressed by the scheme" : "the others", or_none(rest));
-  if (!c.run.compress_inside_node)
+  if (rank == 0)
     std::printf("hcomm: --compress-inside-node off: uncompressed inside one node: %s; compressed by the scheme: %s\n",
-                or_none(raw), or_none(kept));
+                raw.empty() ? "none" : raw.c_str(), kept.empty() ? "none" : kept.c_str());
 }
 
 // The communicators' options: the --compress-min-bytes, --idle-sleep-us and
@@ -122,6 +130,7 @@ gpt::run_result run_scheme(const cli& c, [[maybe_unused]] const gpt::node_place&
     return train(c, grid, comm);
   }
   const hcomm::axis_options opt = comm_options_of(c.run);
+  say_uncompressed_axes(c);
 #if HCOMM_GPT_CUDA
   if (c.run.device == "cuda") return gpt::train_on_cuda(c.cfg, c.run, grid, opt, node);
 #endif
@@ -131,7 +140,7 @@ gpt::run_result run_scheme(const cli& c, [[maybe_unused]] const gpt::node_place&
   if (c.run.device != "cpu") return run_portable(c, grid, opt);
   return hcomm::dispatch_scheme(c.run.scheme, [&]<class Scheme>() {
     hcomm::bundle<Scheme> comm(grid, opt);
-    say_uncompressed(comm, c);
+    say_inside_node(comm, c);
     return train(c, grid, comm);
   });
 }

@@ -5,6 +5,8 @@ every RAW axis sending exactly its raw bytes and every COMPRESSED axis sending a
 two thirds of them.
 
   check_uncompressed_axes.py METRICS RAW[,RAW..] COMPRESSED[,..] -- COMMAND...
+
+(the command's --scheme is zhybrid:16,8)
 """
 import json
 import subprocess
@@ -20,7 +22,7 @@ def main():
     if run.returncode != 0:
         sys.exit(f"check_uncompressed_axes: the run exited {run.returncode}")
     line = (f"hcomm: --uncompressed-axes: uncompressed: {', '.join(raw)}; "
-            f"compressed by the scheme: {', '.join(kept)}")
+            f"compressed by zhybrid:16,8: {', '.join(kept)}")
     if line not in run.stdout.splitlines():
         sys.exit(f"check_uncompressed_axes: no line '{line}'")
     rows = [json.loads(l) for l in open(metrics)]

@@ -8,8 +8,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
+#include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "hcomm/exec/host.hpp"
@@ -126,14 +127,55 @@ TEST_CASE("portable GELU: host-check = host = kernels.hpp (its AVX2 and portable
   CHECK(d1 == d0);
 }
 
-TEST_CASE("GELU's exp: within 2 ulp of e^y on [-80, 0]", "[model][portable]") {
+TEST_CASE("exp_nonpositive: within 2 ulp of e^y on [-80, 0]", "[model][portable]") {
   double worst = 0;
   for (float t = -80.f; t <= 0.f; t += 0.0017f) {
     const double e = std::exp(static_cast<double>(t));
-    worst = std::max(worst, std::abs(gpt::portable::gelu_exp(t) - e) / e);
+    worst = std::max(worst, std::abs(gpt::portable::exp_nonpositive(t) - e) / e);
   }
   CHECK(worst < 2 * 5.97e-8);
-  CHECK(gpt::portable::gelu_exp(0.f) == 1.f);
+  CHECK(gpt::portable::exp_nonpositive(0.f) == 1.f);
+}
+
+TEST_CASE("softmax exponentials: AVX2 = portable bits, near libm, NaN kept; row_sum", "[model][portable]") {
+  const std::size_t n = 1003;  // not a multiple of 8: the vector loops' tails too
+  std::vector<float> x(n);
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> u(-120.f, 5.f);
+  for (auto& v : x) v = u(gen);
+  x[7] = 5.f;  // the maximum
+  const float mx = *std::max_element(x.begin(), x.end());
+  std::vector<float> e0(n), ep(n), ein = x;
+  CHECK(!gpt::k::shifted_exp(x.data(), e0.data(), mx, static_cast<gpt::k::idx>(n)));
+  {
+    hcomm::cpu::force_portable guard;
+    CHECK(!gpt::k::shifted_exp(x.data(), ep.data(), mx, static_cast<gpt::k::idx>(n)));
+  }
+  CHECK(ep == e0);
+  CHECK(!gpt::k::shifted_exp(ein.data(), ein.data(), mx, static_cast<gpt::k::idx>(n)));  // in place
+  CHECK(ein == e0);
+  CHECK(e0[7] == 1.f);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float y = x[i] - mx;  // as the kernel rounds it
+    const double want = std::exp(static_cast<double>(y));
+    INFO("x " << x[i] << " want " << want << " got " << e0[i]);
+    // below e^-80 the result is e^-80 (1.8e-35): within 2e-35 absolute
+    REQUIRE(std::abs(e0[i] - want) <= 2.5e-7 * want + 2e-35);
+  }
+  // a NaN or an infinite score is reported, as libm's exp would have made the row NaN
+  x[500] = std::numeric_limits<float>::quiet_NaN();
+  CHECK(gpt::k::shifted_exp(x.data(), e0.data(), mx, static_cast<gpt::k::idx>(n)));
+  {
+    hcomm::cpu::force_portable guard;
+    CHECK(gpt::k::shifted_exp(x.data(), e0.data(), mx, static_cast<gpt::k::idx>(n)));
+  }
+  x[500] = std::numeric_limits<float>::infinity();
+  CHECK(gpt::k::shifted_exp(x.data(), e0.data(), x[500], static_cast<gpt::k::idx>(n)));
+  // row_sum: 8 lanes and a tail, against a double sum
+  double ref = 0;
+  for (std::size_t i = 0; i < n; ++i) ref += ep[i];
+  CHECK(std::abs(gpt::k::row_sum(ep.data(), static_cast<gpt::k::idx>(n)) - ref) <= 1e-6 * ref);
+  CHECK(gpt::k::row_sum(ep.data(), 3) == (ep[0] + ep[1]) + ep[2]);
 }
 
 TEST_CASE("portable AdamW: host-check = host = optim.hpp's update", "[model][portable]") {
