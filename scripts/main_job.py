@@ -4,7 +4,8 @@
     main_job.py rate --metrics cal.jsonl --grid 2x2x2 --nodes 4 --ranks-per-node 2
     main_job.py summary --scheme zhybrid:16,8 --metrics main.jsonl --none none.jsonl \\
         [--compute-ms 460] [--rate 40200kbit] [--axes "grid 2x2x2: TP: inside nodes; ..."] \\
-        [--raw-note "hcomm: --compress-inside-node off: ..."] [--everywhere everywhere.jsonl]
+        [--raw-note "hcomm: --compress-inside-node off: ..."] [--everywhere everywhere.jsonl] \\
+        [--also mzhybrid:8=also.jsonl]
 
 `rate`: from an uncompressed run over shared memory, the compute of a step (median ms of
 steps 3.., the first two set things up) and the bytes per step that cross nodes (the sent
@@ -20,7 +21,8 @@ step of each axis (raw -> sent, all ranks), the compressed run's codec time per 
 (median; encoding and decoding on the slowest rank), and, given --compute-ms, the uncompressed
 step as a multiple of the compute step. --raw-note (train_gpt's line saying which axes went
 uncompressed because they stay inside a node) is printed under the speed-up; --everywhere, the
-same scheme run with every axis compressed, adds its tokens/s, speed-up and loss gap.
+same scheme run with every axis compressed, adds its tokens/s, speed-up and loss gap; each
+--also SCHEME=FILE the same for another scheme with every axis compressed.
 """
 import argparse
 import json
@@ -135,6 +137,18 @@ def cmd_summary(args):
     if len(a) != len(b):
         die(f"{args.metrics} has {len(a)} steps, {args.none} {len(b)}: not the same run length")
     name = args.scheme
+    runs = [(name, args.everywhere)] if args.everywhere else []  # every axis compressed
+    for spec in args.also or []:
+        other, sep, path = spec.partition("=")
+        if not sep or not other or not path:
+            die(f"--also '{spec}': wants SCHEME=FILE")
+        runs.append((other, path))
+    every = []
+    for label, path in runs:
+        e = load(path)
+        if len(e) != len(b):
+            die(f"{path} has {len(e)} steps, {args.none} {len(b)}: not the same run length")
+        every.append((label, path, e))
     ta, tb = tokens_per_s(a), tokens_per_s(b)
     ma, mb = median_ms(a), median_ms(b)
     va, vb = final_val(a, args.metrics), final_val(b, args.none)
@@ -163,13 +177,13 @@ def cmd_summary(args):
     if all(v is not None for v in codec.values()):
         parts = ", ".join(f"{x} {codec[x]:.1f}" for x in AXES)
         print(f"summary: codec ms per step (encoding and decoding, the slowest rank), {name}: {parts}")
-    if args.everywhere:
-        e = load(args.everywhere)
-        if len(e) != len(b):
-            die(f"{args.everywhere} has {len(e)} steps, {args.none} {len(b)}: not the same run length")
-        te, ve = tokens_per_s(e), final_val(e, args.everywhere)
-        print(f"summary: {name} on every axis (inside nodes too): {te:.0f} tokens/s, {median_ms(e):.1f} ms/step, "
-              f"{te / tb:.2f}x none, final val loss {ve:.4f} ({100 * (ve - vb) / vb:+.4f}% of none's)")
+    for label, path, e in every:
+        te, ve = tokens_per_s(e), final_val(e, path)
+        target = ""
+        if args.rate:
+            target = f" (target {'met' if te / tb >= SPEEDUP_TARGET else 'not met'})"
+        print(f"summary: {label} on every axis (inside nodes too): {te:.0f} tokens/s, {median_ms(e):.1f} ms/step, "
+              f"{te / tb:.2f}x none{target}, final val loss {ve:.4f} ({100 * (ve - vb) / vb:+.4f}% of none's)")
     if args.rate:
         print(f"summary: links of {args.rate} each way")
     if args.axes:
@@ -193,6 +207,8 @@ def main():
     s.add_argument("--axes", help="where the runs ran (e.g. grid-axes.sh's line), printed last")
     s.add_argument("--raw-note", help="train_gpt's line on the axes sent raw inside nodes, printed")
     s.add_argument("--everywhere", help="the scheme's --metrics file with every axis compressed")
+    s.add_argument("--also", action="append", metavar="SCHEME=FILE",
+                   help="another scheme's --metrics file with every axis compressed (repeatable)")
     args = ap.parse_args()
     (cmd_rate if args.cmd == "rate" else cmd_summary)(args)
 

@@ -17,11 +17,12 @@
 #      memory, goes uncompressed (train_gpt --compress-inside-node off): over shared memory
 #      (as over NVLink) the bytes move faster than a CPU codec encodes them, so compressing
 #      them only adds the codec's time. A third run, SCHEME on every axis (TP too), shows
-#      what that costs.
+#      what that costs; a fourth, ALSO (MZHybrid: lossless MPC on TP and PP) on every axis,
+#      a scheme whose TP codec is cheap enough on a CPU.
 #   3. The summary (scripts/main_job.py summary): tokens/s of both, the speed-up, both final
 #      validation losses and their gap, which axes went uncompressed, bytes per axis, the
-#      uncompressed step as a multiple of the compute step, the every-axis run's tokens/s and
-#      loss; the plot (scripts/plot_metrics.py: loss vs step and vs training time for the
+#      uncompressed step as a multiple of the compute step, the every-axis runs' tokens/s and
+#      losses; the plot (scripts/plot_metrics.py: loss vs step and vs training time for the
 #      first two) in OUT_DIR/main.png.
 #
 # Without root or network namespaces (or with HCOMM_NO_NETNS=1) it says why and runs SCHEME
@@ -37,7 +38,9 @@
 # Environment: SCHEME (zhybrid:16,8), STEPS (60), MODEL (small), ARCH (gpt2), RATE (auto: the
 # calibration; else a tc rate such as 40mbit), CAL_STEPS (8), EVAL_EVERY (20), EVAL_BATCHES
 # (8), INSIDE_NODE (off: SCHEME leaves the axes inside nodes uncompressed, and the every-axis
-# run follows; on: SCHEME on every axis, no third run), OUT_DIR (out), TRAIN_GPT (a built
+# run follows; on: SCHEME on every axis, no third run), ALSO (mzhybrid:8: the fourth run's
+# scheme, every axis compressed, with INSIDE_NODE=off on the emulated cluster; empty: none),
+# OUT_DIR (out), TRAIN_GPT (a built
 # train_gpt; default: build build/'s),
 # HCOMM_NO_NETNS (1: shared memory), NETNS_PREFIX (netns-mpirun.sh's). E.g.
 #   SCHEME=mzhybrid:8 STEPS=100 bash scripts/run-main.sh
@@ -56,6 +59,7 @@ OUT=${OUT_DIR:-out}
 TRAIN_GPT=${TRAIN_GPT:-}
 NO_NETNS=${HCOMM_NO_NETNS:-0}
 INSIDE_NODE=${INSIDE_NODE:-off}
+ALSO=${ALSO-mzhybrid:8}
 NODES=4 RPN=2 GRID=2x2x2  # TPxDPxPP, as grid-axes.sh and netns-mpirun.sh take it
 GRID_ARGS=(--dp 2 --pp 2 --tp 2)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -81,12 +85,15 @@ if [ -z "$TRAIN_GPT" ]; then
   TRAIN_GPT=build/examples/gpt/train_gpt
 fi
 [ -x "$TRAIN_GPT" ] || die "TRAIN_GPT='$TRAIN_GPT' is not an executable"
-# SCHEME, MODEL and ARCH are checked by train_gpt itself, before anything else runs: one step
-# of a one-layer cut of the model on one rank (under a second).
-if ! err=$("$TRAIN_GPT" --arch "$ARCH" --model "$MODEL" --scheme "$SCHEME" --compress-min-bytes 0 \
-             --data data/kjv.txt --steps 1 --layers 1 --block 8 --batch 1 --eval-batches 1 --sample 0 --quiet 2>&1); then
-  die "train_gpt refuses SCHEME='$SCHEME' MODEL='$MODEL' ARCH='$ARCH': $(grep -m1 '^train_gpt: ' <<< "$err" || tail -n1 <<< "$err")"
-fi
+# SCHEME, ALSO, MODEL and ARCH are checked by train_gpt itself, before anything else runs: one
+# step of a one-layer cut of the model on one rank (under a second).
+for s in "$SCHEME" ${ALSO:+"$ALSO"}; do
+  if ! err=$("$TRAIN_GPT" --arch "$ARCH" --model "$MODEL" --scheme "$s" --compress-min-bytes 0 \
+               --data data/kjv.txt --steps 1 --layers 1 --block 8 --batch 1 --eval-batches 1 --sample 0 --quiet 2>&1); then
+    [ "$s" = "$SCHEME" ] && what=SCHEME || what=ALSO
+    die "train_gpt refuses $what='$s' MODEL='$MODEL' ARCH='$ARCH': $(grep -m1 '^train_gpt: ' <<< "$err" || tail -n1 <<< "$err")"
+  fi
+done
 
 # Why the emulated cluster cannot run here (nothing when it can): the probe creates a
 # throwaway network namespace with a rate-limited loopback, as netns-mpirun.sh's nodes.
@@ -142,14 +149,16 @@ train() {  # NAME SCHEME SAMPLE INSIDE: STEPS steps of SCHEME, metrics in OUT/NA
   set -e
   [ "$rc" = 0 ] || { say "training $2 failed (exit $rc; log in $OUT/$1.log)" >&2; exit "$rc"; }
 }
-rm -f "$OUT/everywhere.jsonl" "$OUT/everywhere.log"
+rm -f "$OUT/everywhere.jsonl" "$OUT/everywhere.log" "$OUT/also.jsonl" "$OUT/also.log"
 train main "$SCHEME" 200 "$INSIDE_NODE"
 train none none 0 on
 [ "$INSIDE_NODE" = on ] || train everywhere "$SCHEME" 0 on
+[ "$INSIDE_NODE" = on ] || [ -z "$ALSO" ] || train also "$ALSO" 0 on
 
 SUMMARY_ARGS=(--scheme "$SCHEME" --metrics "$OUT/main.jsonl" --none "$OUT/none.jsonl")
 if [ "$INSIDE_NODE" = off ]; then
   SUMMARY_ARGS+=(--everywhere "$OUT/everywhere.jsonl")
+  [ -z "$ALSO" ] || SUMMARY_ARGS+=(--also "$ALSO=$OUT/also.jsonl")
   NOTE=$(grep -m1 '^hcomm: --compress-inside-node off' "$OUT/main.log" || true)
   [ -z "$NOTE" ] || SUMMARY_ARGS+=(--raw-note "$NOTE")
 fi

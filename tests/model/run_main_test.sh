@@ -6,7 +6,8 @@
 #                                      compute step, the bytes crossing nodes and the rate;
 #                                      the runs go through netns-mpirun.sh (4 nodes x 2
 #                                      ranks): ZHybrid with TP (inside nodes) uncompressed
-#                                      and DP, PP compressed, none, ZHybrid on every axis;
+#                                      and DP, PP compressed, none, ZHybrid and MZHybrid on
+#                                      every axis;
 #                                      then RATE=100mbit skips the calibration, and
 #                                      INSIDE_NODE=on compresses TP too and skips the third.
 #                                      Needs root and network namespaces, else exit 77 (skip).
@@ -73,7 +74,7 @@ case "$MODE" in
         die "$bad: not one 'run-main: ${bad%%=*}=...' line: $(cat "$WORK/bad.out")"
       [ ! -e "$WORK/bad" ] || die "$bad: wrote $WORK/bad before refusing"
     done
-    for bad in "SCHEME=bogus" "SCHEME=zhybrid:16" "MODEL=huge" "ARCH=gpt5"; do
+    for bad in "SCHEME=bogus" "SCHEME=zhybrid:16" "ALSO=mzhybrid:7" "MODEL=huge" "ARCH=gpt5"; do
       env TRAIN_GPT="$TRAIN_GPT" OUT_DIR="$WORK/bad" "$bad" bash "$ROOT/scripts/run-main.sh" > "$WORK/bad.out" 2>&1
       rc=$?
       [ $rc = 2 ] || { cat "$WORK/bad.out" >&2; die "$bad: exit $rc, expected 2"; }
@@ -98,7 +99,9 @@ case "$MODE" in
                 "rate --metrics $M --grid 2x2 --nodes 4 --ranks-per-node 2|grid-axes: --grid '2x2'" \
                 "rate --metrics $M --grid 2x2x2 --nodes 4 --ranks-per-node 2|a compressed run" \
                 "rate --metrics $WORK/nocomm.jsonl --grid 2x2x2 --nodes 4 --ranks-per-node 2|lacks ms" \
-                "summary --scheme z --metrics $M --none $WORK/short.jsonl|not the same run length"; do
+                "summary --scheme z --metrics $M --none $WORK/short.jsonl|not the same run length" \
+                "summary --scheme z --metrics $M --none $M --also mzhybrid:8|wants SCHEME=FILE" \
+                "summary --scheme z --metrics $M --none $M --also mz=$WORK/short.jsonl|not the same run length"; do
       /usr/bin/python3 "$J" ${args%|*} > "$WORK/j.out" 2>&1
       rc=$?
       [ $rc = 2 ] && [ "$(wc -l < "$WORK/j.out")" = 1 ] && grep -q -- "${args#*|}" "$WORK/j.out" ||
@@ -116,13 +119,15 @@ case "$MODE" in
     has netns '^run-main: calibration: bytes crossing nodes per step [0-9.]+ MB \(dp [0-9.]+ \+ pp [0-9.]+, all ranks\), [0-9.]+ MB per node link each way$'
     has netns '^run-main: calibration: link rate [0-9.]+ Mbit/s'
     has netns '^run-main: links of [0-9]+kbit each way$'
-    [ "$(grep -c '^netns-mpirun: 4 nodes x 2 ranks' "$WORK/netns.out")" = 3 ] || die "netns: not all 3 runs on the emulated cluster"
+    [ "$(grep -c '^netns-mpirun: 4 nodes x 2 ranks' "$WORK/netns.out")" = 4 ] || die "netns: not all 4 runs on the emulated cluster"
     summary_ok netns
     has netns '^summary: zhybrid:16,8 as run: --compress-inside-node off: uncompressed inside one node: tp; compressed by the scheme: dp, pp$'
-    has netns '^summary: zhybrid:16,8 on every axis \(inside nodes too\): [0-9]+ tokens/s, [0-9.]+ ms/step, [0-9.]+x none, final val loss [0-9.]+ \([-+][0-9.]+% of none.s\)$'
+    has netns '^summary: zhybrid:16,8 on every axis \(inside nodes too\): [0-9]+ tokens/s, [0-9.]+ ms/step, [0-9.]+x none \(target (met|not met)\), final val loss [0-9.]+ \([-+][0-9.]+% of none.s\)$'
+    has netns '^summary: mzhybrid:8 on every axis \(inside nodes too\): [0-9]+ tokens/s, [0-9.]+ ms/step, [0-9.]+x none \(target (met|not met)\), final val loss [0-9.]+ \([-+][0-9.]+% of none.s\)$'
     # what went raw is what the metrics say: tp sent raw in the main run, compressed in the every-axis one
     sent_ok netns/main.jsonl raw || die "netns: the main run's tp was not sent raw"
     sent_ok netns/everywhere.jsonl compressed || die "netns: the every-axis run's tp was not compressed"
+    sent_ok netns/also.jsonl compressed || die "netns: the mzhybrid:8 run's tp was not compressed"
     has netns '^summary: none .* = [0-9.]+x the compute step \([0-9]+ ms\)$'
     has netns '^summary: links of [0-9]+kbit each way$'
     has netns '^summary: speed-up .* tokens/s \(target at least 1.3x: (met|not met)\)$'
