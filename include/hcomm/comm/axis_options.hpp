@@ -29,9 +29,6 @@ struct axis_options {
     of(a).threshold_bytes = std::numeric_limits<std::size_t>::max();
     return *this;
   }
-  bool is_uncompressed(axis_id a) const noexcept {
-    return of(a).threshold_bytes == std::numeric_limits<std::size_t>::max();
-  }
 };
 
 }  // namespace hcomm
