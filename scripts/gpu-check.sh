@@ -707,7 +707,7 @@ ms = statistics.median(r["ms"] for r in rows)
 fl = rows[-1]["flops_step"]["actual"]
 off = sys.argv[3].endswith(":off")
 print(json.dumps({"impl": "train_gpt --device cuda" + (" --gemm-epilogues off" if off else ""), "precision": sys.argv[2],
-                  "attention": "own (flash-style)", "ms": round(ms, 2), "tokens_per_s": round(int(sys.argv[4]) * 1024 / ms * 1e3),
+                  "attention": "own (flash-style" + ("; tensor cores" if sys.argv[2] == "bf16" else "") + ")", "ms": round(ms, 2), "tokens_per_s": round(int(sys.argv[4]) * 1024 / ms * 1e3),
                   "tflops": round(fl / ms / 1e9, 1)}))
 PY
   done

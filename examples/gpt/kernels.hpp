@@ -233,9 +233,12 @@ inline float row_sum(const float* x, idx n) {
 // Self-attention over nh local heads of size hd: causal (GPT, key j <= query t) or
 // bidirectional (BERT, every key).
 // qkv[B*T, 3*Cl] (q | k | v, head h at columns h*hd), att[B, nh, T, T] softmax kept for
-// backward, out[B*T, Cl].
+// backward, out[B*T, Cl]. bf16 (--precision bf16; q, k and v arrive rounded): the softmax's
+// exponentials are rounded to bfloat16 before the division by their (float) sum, as flash
+// attention rounds its unnormalised probabilities for tensor cores (portable/attention_bf16.hpp:
+// the same values when the keys fit one 64-key tile); the probabilities are kept so.
 inline void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd,
-                              bool causal = true) {
+                              bool causal = true, bool bf16 = false) {
   const idx Cl = nh * hd, ld = 3 * Cl;
   const float scale = 1.f / std::sqrt(static_cast<float>(hd));
   for (idx b = 0; b < B; ++b)
@@ -255,6 +258,8 @@ inline void attention_forward(float* out, float* att, const float* qkv, idx B, i
         for (idx j = 1; j <= last; ++j) mx = row[j] > mx ? row[j] : mx;
         const bool nan = shifted_exp(row, row, mx, last + 1);
         const float inv = nan ? std::numeric_limits<float>::quiet_NaN() : 1.f / row_sum(row, last + 1);
+        if (bf16)
+          for (idx j = 0; j <= last; ++j) row[j] = hcomm::round_to_bf16(row[j]);
         for (idx j = 0; j <= last; ++j) row[j] *= inv;
         for (idx j = last + 1; j < T; ++j) row[j] = 0.f;
       }
@@ -265,9 +270,10 @@ inline void attention_forward(float* out, float* att, const float* qkv, idx B, i
     }
 }
 
-// dqkv[B*T, 3*Cl] (overwritten) from dout[B*T, Cl]; scratch holds T*T floats.
+// dqkv[B*T, 3*Cl] (overwritten) from dout[B*T, Cl]; scratch holds T*T floats. bf16: the
+// score gradients are rounded to bfloat16 before they multiply q and k.
 inline void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, const float* att,
-                               idx B, idx T, idx nh, idx hd, bool causal = true) {
+                               idx B, idx T, idx nh, idx hd, bool causal = true, bool bf16 = false) {
   const idx Cl = nh * hd, ld = 3 * Cl;
   const int t_ = static_cast<int>(T), hd_ = static_cast<int>(hd), ld_ = static_cast<int>(ld), cl_ = static_cast<int>(Cl);
   const float scale = 1.f / std::sqrt(static_cast<float>(hd));
@@ -293,6 +299,8 @@ inline void attention_backward(float* dqkv, float* scratch, const float* dout, c
         float dot = 0.f;
         for (idx j = 0; j <= last; ++j) dot += p[j] * d[j];
         for (idx j = 0; j <= last; ++j) d[j] = p[j] * (d[j] - dot);
+        if (bf16)
+          for (idx j = 0; j <= last; ++j) d[j] = hcomm::round_to_bf16(d[j]);
         for (idx j = last + 1; j < T; ++j) d[j] = 0.f;
       }
       // dq = scale dS k ; dk = scale dS^T q

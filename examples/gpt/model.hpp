@@ -364,6 +364,11 @@ class basic_stage_model {
   void to_storage(float* x) const {
     if (cfg_.bf16) be_.round_bf16(x, N_ * C_);
   }
+  // --precision bf16: attention's matrix products take bfloat16 operands (tensor cores), so
+  // q, k and v (after rotary) and the gradient of its output are rounded once, here.
+  void attention_operands(float* x, std::int64_t width) const {
+    if (cfg_.bf16) be_.round_bf16(x, N_ * width);
+  }
 
   int local_layer_tensor(int l) const { return (first_ ? embed_tensor_count(cfg_) : 0) + (l - l0_) * params_per_layer; }
   int head_tensor() const { return local_layer_tensor(l1_); }
@@ -503,6 +508,7 @@ class basic_stage_model {
     be_.layernorm_forward(a.ln1, a.mean1, a.rstd1, x, p.ln1_w, p.ln1_b, N, C);      // [N,C]
     lin_forward(l, 0, a.qkv, a.ln1, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                // [N,3C/tp]
     be_.rotary_apply(a.qkv, cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, false);
+    attention_operands(a.qkv, 3 * Cl);
     if (!ops_ || !ops_->attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_))
       be_.attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_, causal_);         // [N,C/tp]
     float* attn_out = a.out;  // borrow the output buffer for the attention branch [N,C]
@@ -548,6 +554,7 @@ class basic_stage_model {
     }
     // attention branch with d attn = d (gpt2: d r1, neox: d out)
     lin_backward(l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);  // [N,C/tp]
+    attention_operands(datty_.data(), Cl);
     if (!ops_ || !ops_->attention_backward(dqkv_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_))
       be_.attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_, causal_);
     be_.rotary_apply(dqkv_.data(), cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, true);
@@ -564,6 +571,7 @@ class basic_stage_model {
     const layer_p p = layer_params(l, params.data());
     const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
     lin_forward(l, 0, a.qkv, x, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                   // [N,3C/tp]
+    attention_operands(a.qkv, 3 * Cl);
     if (!ops_ || !ops_->attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_))
       be_.attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_, causal_);        // [N,C/tp]
     float* attn_out = a.out;  // borrowed until ln2 writes the block's output
@@ -597,6 +605,7 @@ class basic_stage_model {
     zero(dres_);
     be_.layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), a.r1, p.ln1_w, a.mean1, a.rstd1, N, C);  // d r1
     lin_backward(l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);
+    attention_operands(datty_.data(), Cl);
     if (!ops_ || !ops_->attention_backward(dqkv_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_))
       be_.attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_, causal_);
     lin_backward(l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), x, p.qkv_w, N, C, 3 * Cl);

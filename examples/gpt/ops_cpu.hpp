@@ -150,7 +150,7 @@ struct cpu_ops {
   }
   void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd, bool causal) const {
     const auto timed = tick("attention_fwd");
-    k::attention_forward(out, att, qkv, B, T, nh, hd, causal);
+    k::attention_forward(out, att, qkv, B, T, nh, hd, causal, gemm_.bf16);
   }
   // What attention keeps per sequence and head for backward (the probabilities), and the
   // backward's scratch: T * T floats each.
@@ -159,7 +159,7 @@ struct cpu_ops {
   void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, float* att,
                           const float* /*out*/, idx B, idx T, idx nh, idx hd, bool causal) const {
     const auto timed = tick("attention_bwd");
-    k::attention_backward(dqkv, scratch, dout, qkv, att, B, T, nh, hd, causal);
+    k::attention_backward(dqkv, scratch, dout, qkv, att, B, T, nh, hd, causal, gemm_.bf16);
   }
   void residual_forward(float* out, const float* a, const float* b, idx n) const {
     const auto timed = tick("residual");

@@ -32,6 +32,7 @@
 #include "kernel_clock.hpp"
 #include "portable/adamw.hpp"
 #include "portable/attention.hpp"
+#include "portable/attention_bf16.hpp"
 #include "portable/cross_entropy.hpp"
 #include "portable/elementwise.hpp"
 #include "portable/embedding.hpp"
@@ -56,7 +57,7 @@ struct portable_ops {
   using idx = std::ptrdiff_t;
   static constexpr const char* name = "portable";
   // Threads per team of the row kernels (LayerNorm: one team per row) and of attention.
-  static constexpr int row_team = 128, attention_team = 64, norm_team = 256;
+  static constexpr int row_team = 128, attention_team = 64, attention_bf16_team = 128, norm_team = 256;
   // host_memory: the model stages and reads back as for device memory, on every executor;
   // host_accessible: the memory is the host's after all (host executors: the trainer runs).
   static constexpr bool host_memory = false, host_accessible = memory_on_host<Exec>();
@@ -64,6 +65,7 @@ struct portable_ops {
   using array = device_array<T, Exec>;
   Exec ex{};
   Gemm gemm{};
+  bool bf16_attention = false;  // attention_bf16.hpp's kernels (bf16_gemms)
 
   portable_ops() = default;
   portable_ops(Exec e, Gemm g = {}) : ex(std::move(e)), gemm(std::move(g)) {}
@@ -82,10 +84,12 @@ struct portable_ops {
   Clock* kernel_clock() const { return clock_.get(); }
   // --precision bf16: the GEMMs take bfloat16 operands, fp32 accumulation (the Gemm's bf16
   // mode: gemm_host.hpp rounds them, gemm_cublas.hpp runs tensor cores); its scratch for A
-  // and B operands of up to max_a and max_b elements is made now.
+  // and B operands of up to max_a and max_b elements is made now. Attention's products take
+  // bfloat16 operands too, on the team's tensor-core product (portable/attention_bf16.hpp).
   void bf16_gemms(std::size_t max_a, std::size_t max_b) {
     gemm.use_bf16();
     gemm.reserve(max_a, max_b);
+    bf16_attention = true;
   }
   // The GEMM library's own memory for fused epilogues (gemm_epilogue.hpp), made with the model.
   void reserve_gemm_workspace() {
@@ -232,6 +236,11 @@ struct portable_ops {
   void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd, bool causal) const {
     check_attention(T, hd);
     const auto timed = tick("attention_fwd");
+    if (bf16_attention) {
+      const portable::attention_bf16_forward k{out, att, qkv, i32(B), i32(T), i32(nh), i32(hd), causal};
+      ex.launch(k.league(), attention_bf16_team, k);
+      return;
+    }
     const portable::attention_forward k{out, att, qkv, i32(B), i32(T), i32(nh), i32(hd), causal};
     ex.launch(k.league(), attention_team, k);
   }
@@ -247,6 +256,13 @@ struct portable_ops {
     float* D = att + B * nh * T;
     ex.for_each(z(B * nh * T), portable::attention_backward_rowdot{D, dout, out, i32(B), i32(T), i32(nh), i32(hd)});
     const portable::attention_detail::problem p{dqkv, dout, qkv, lse, D, i32(B), i32(T), i32(nh), i32(hd), causal};
+    if (bf16_attention) {
+      const portable::attention_bf16_backward_dkdv kv{p};
+      const portable::attention_bf16_backward_dq q{p};
+      ex.launch(kv.league(), attention_bf16_team, kv);
+      ex.launch(q.league(), attention_bf16_team, q);
+      return;
+    }
     const portable::attention_backward_dkdv kv{p};
     const portable::attention_backward_dq q{p};
     ex.launch(kv.league(), attention_team, kv);

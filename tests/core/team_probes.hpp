@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "hcomm/core/half.hpp"
 #include "hcomm/core/macros.hpp"
 #include "hcomm/exec/team.hpp"
 
@@ -58,6 +59,58 @@ struct collectives_kernel {
     });
   }
 };
+
+// team.mma from inputs a, b (bfloat16 bit patterns, as the matrices' storage: a_elems and
+// b_elems values) and c (float, c_elems), C written back to c. plant: 0 none; 1 leaves the
+// first element of B unwritten (host-check must report the read); 2 puts 16 bytes of scratch
+// before A (an operand not 32-byte aligned: every backend refuses it).
+struct mma_probe {
+  static constexpr int max_team = 1024;
+  static constexpr const char* name = "mma_probe";
+  const std::uint16_t* a;
+  const std::uint16_t* b;
+  float* c;
+  exec::mma_shape shape;
+  int a_elems, b_elems, c_elems;
+  int plant = 0;
+  std::size_t scratch_bytes(int) const {
+    return (plant == 2 ? exec::scratch_for<float>(4) : 0) + exec::scratch_for<hcomm::bf16>(a_elems) +
+           exec::scratch_for<hcomm::bf16>(b_elems) + exec::scratch_for<float>(c_elems);
+  }
+  template <class Team>
+  HCOMM_HOST_DEVICE void operator()(Team& team) const {
+    if (plant == 2) team.template shared<float>(4, "pad");
+    auto A = team.template shared<hcomm::bf16>(static_cast<std::size_t>(a_elems), "A");
+    auto B = team.template shared<hcomm::bf16>(static_cast<std::size_t>(b_elems), "B");
+    auto C = team.template shared<float>(static_cast<std::size_t>(c_elems), "C");
+    const int nt = team.size();
+    team.for_threads([&](int t) {
+      for (int e = t; e < a_elems; e += nt) A[e] = hcomm::bf16::from_bits(a[e]);
+      for (int e = t; e < b_elems; e += nt)
+        if (plant != 1 || e > 0) B[e] = hcomm::bf16::from_bits(b[e]);
+      for (int e = t; e < c_elems; e += nt) C[e] = c[e];
+    });
+    team.mma(C, A, B, shape);
+    team.for_threads([&](int t) {
+      for (int e = t; e < c_elems; e += nt) c[e] = C[e];
+    });
+  }
+};
+
+// What mma_probe gives on the host backends: each C value summed over k in order.
+inline std::vector<float> mma_expected(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b,
+                                       std::vector<float> c, const exec::mma_shape& s) {
+  const auto f = [](std::uint16_t h) { return static_cast<float>(hcomm::bf16::from_bits(h)); };
+  for (int i = 0; i < s.m; ++i)
+    for (int j = 0; j < s.n; ++j) {
+      float acc = s.accumulate ? c[static_cast<std::size_t>(i) * s.ldc + j] : 0.f;
+      for (int p = 0; p < s.k; ++p)
+        acc += f(a[s.a_trans ? static_cast<std::size_t>(p) * s.lda + i : static_cast<std::size_t>(i) * s.lda + p]) *
+               f(b[s.b_trans ? static_cast<std::size_t>(j) * s.ldb + p : static_cast<std::size_t>(p) * s.ldb + j]);
+      c[static_cast<std::size_t>(i) * s.ldc + j] = acc;
+    }
+  return c;
+}
 
 inline std::vector<std::uint32_t> collectives_expected(const std::vector<std::uint32_t>& in, int T) {
   std::vector<std::uint32_t> o(static_cast<std::size_t>(T) * 8 + 2);

@@ -119,6 +119,92 @@ TEST_CASE("team reduce of floats is the same tree on every backend and seed", "[
   }
 }
 
+// ---- mma: the tensor-core product -------------------------------------------------------
+
+// Random bfloat16 matrices and a float C for a shape; a case per layout and accumulate.
+struct mma_case {
+  exec::mma_shape s;
+  std::vector<std::uint16_t> a, b;
+  std::vector<float> c;
+};
+mma_case make_mma_case(bool a_trans, bool b_trans, bool accumulate, unsigned seed) {
+  mma_case k;
+  auto& s = k.s;
+  s.m = 32, s.n = 48, s.k = 64;
+  s.a_trans = a_trans, s.b_trans = b_trans, s.accumulate = accumulate;
+  s.lda = (a_trans ? s.m : s.k) + 8;  // padded rows, as a kernel's tiles may be
+  s.ldb = (b_trans ? s.k : s.n) + 16;
+  s.ldc = s.n + 4;
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  k.a.resize(static_cast<std::size_t>(s.lda) * (a_trans ? s.k : s.m));
+  k.b.resize(static_cast<std::size_t>(s.ldb) * (b_trans ? s.n : s.k));
+  k.c.resize(static_cast<std::size_t>(s.ldc) * s.m);
+  for (auto& x : k.a) x = hcomm::to_bf16_bits(u(g));
+  for (auto& x : k.b) x = hcomm::to_bf16_bits(u(g));
+  for (auto& x : k.c) x = u(g);
+  return k;
+}
+template <class Exec>
+std::vector<float> run_mma(const Exec& ex, const mma_case& k, int team, int plant = 0) {
+  std::vector<float> c = k.c;
+  ex.launch(1, team,
+            hcomm_test::mma_probe{k.a.data(), k.b.data(), c.data(), k.s, static_cast<int>(k.a.size()),
+                                  static_cast<int>(k.b.size()), static_cast<int>(k.c.size()), plant});
+  return c;
+}
+
+TEST_CASE("team mma gives its defined product on host-fast, host-check and Kokkos", "[team][mma]") {
+  unsigned seed = 1;
+  for (bool at : {false, true})
+    for (bool bt : {false, true})
+      for (bool acc : {false, true}) {
+        INFO("a_trans " << at << " b_trans " << bt << " accumulate " << acc);
+        const mma_case k = make_mma_case(at, bt, acc, seed++);
+        const auto want = hcomm_test::mma_expected(k.a, k.b, k.c, k.s);
+        // a double sum of the exact products: the float sums stay within float rounding
+        double worst = 0;
+        for (int i = 0; i < k.s.m; ++i)
+          for (int j = 0; j < k.s.n; ++j) {
+            double d = acc ? k.c[static_cast<std::size_t>(i) * k.s.ldc + j] : 0.0;
+            for (int p = 0; p < k.s.k; ++p)
+              d += static_cast<double>(hcomm::bf16_bits_to_float(k.a[at ? p * k.s.lda + i : i * k.s.lda + p])) *
+                   hcomm::bf16_bits_to_float(k.b[bt ? j * k.s.ldb + p : p * k.s.ldb + j]);
+            worst = std::max(worst, std::fabs(d - want[static_cast<std::size_t>(i) * k.s.ldc + j]));
+          }
+        CHECK(worst < 1e-4);
+        // padding columns of C beyond n are left as they were
+        for (int team : {32, 128}) {
+          INFO("team " << team);
+          CHECK(run_mma(fast(), k, team) == want);
+          for (std::uint64_t hs : {1u, 7u}) CHECK(run_mma(exec::host_check{hs}, k, team) == want);
+#if HCOMM_HAS_KOKKOS
+          CHECK(run_mma(exec::kokkos<>{}, k, team) == want);
+#endif
+        }
+      }
+}
+
+TEST_CASE("team mma: an unwritten operand, a misaligned operand and a bad shape are reported", "[team][mma][planted]") {
+  const mma_case k = make_mma_case(false, true, false, 3);
+  // B's first word unwritten: host-check reports the read every time; host-fast cannot see it
+  for (std::uint64_t hs : {1u, 2u, 3u})
+    CHECK_THROWS_WITH(run_mma(exec::host_check{hs}, k, 64, 1), Contains("shared 'B'") && Contains("which no thread wrote"));
+  CHECK_NOTHROW(run_mma(fast(), k, 64, 1));
+  // A 16 bytes into scratch: refused by both (WMMA needs 32-byte alignment)
+  CHECK_THROWS_WITH(run_mma(fast(), k, 64, 2), Contains("mma: A starts 16 bytes into scratch"));
+  CHECK_THROWS_WITH(run_mma(exec::host_check{}, k, 64, 2), Contains("mma: A starts 16 bytes into scratch"));
+  mma_case bad = k;
+  bad.s.k = 56;
+  CHECK_THROWS_WITH(run_mma(fast(), bad, 64), Contains("multiples of 16"));
+  bad = k;
+  bad.s.lda = 60;
+  CHECK_THROWS_WITH(run_mma(exec::host_check{}, bad, 64), Contains("multiples of 8"));
+  bad = k;
+  bad.s.ldb = 56;  // B is stored transposed: rows of k = 64
+  CHECK_THROWS_WITH(run_mma(fast(), bad, 64), Contains("shorter than its matrix's rows"));
+}
+
 // ---- the project's team kernels, host-check vs host-fast vs the flat kernels -----------------
 
 TEST_CASE("team scan kernels give the serial exclusive scan at every team size, in place or not", "[team]") {

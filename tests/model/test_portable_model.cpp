@@ -105,11 +105,15 @@ TEST_CASE("portable backend: host-check = host bitwise, and the CPU backend to r
       CHECK(chk.grads == host.grads);
       CHECK(chk.grad_sq == host.grad_sq);
     }
-    // The gradient norm's fixed-order sum (grad_norm.hpp) against the CPU backend's loop.
-    CHECK(std::fabs(host.grad_sq - cpu.grad_sq) <= 1e-4 * cpu.grad_sq);
-    // Observed: fp32 relative L2 errors about 4e-7 (logits and gradients), bf16 6e-5 (logits)
-    // and 1.3e-4 (gradients): bf16 rounds activations to 8 bits of mantissa, so a last-bit
-    // difference of a sum can move one rounding a whole bf16 step. Bounds about 10-25x that.
+    // The gradient norm's fixed-order sum (grad_norm.hpp) against the CPU backend's loop
+    // (bf16: of gradients that differ as below; observed 8.6e-5).
+    CHECK(std::fabs(host.grad_sq - cpu.grad_sq) <= (v.bf16 ? 1e-3 : 1e-4) * cpu.grad_sq);
+    // Observed: fp32 relative L2 errors about 4e-7 (logits and gradients); bf16 logits 0 (the
+    // forward's roundings are the same on both, attention's included) and gradients 1.3e-3:
+    // attention's backward rounds the probabilities for dV from the normalised float value on
+    // the portable backend (flash recomputes them) and keeps bf16(e) / sum on the cpu backend,
+    // and bf16 rounds to 8 bits of mantissa, so a last-bit difference of a sum can move one
+    // rounding a whole bf16 step. Bounds 4x or more above that.
     const double tol = v.bf16 ? 2e-3 : 1e-5;
     INFO("loss " << host.loss << " vs cpu " << cpu.loss);
     CHECK(std::fabs(host.loss - cpu.loss) <= (v.bf16 ? 1e-5 : 1e-6) * std::fabs(cpu.loss));

@@ -2,7 +2,8 @@
 // a thread block; a phase is the body run by every thread of the block, then __syncthreads;
 // per-thread state is a register value; scratch is the block's dynamic shared memory;
 // collectives are warp intrinsics (__ballot_sync, __shfl_*_sync) plus a small static
-// shared-memory area for the team-wide steps, in the combination order exec/team.hpp defines.
+// shared-memory area for the team-wide steps, in the combination order exec/team.hpp defines;
+// mma is WMMA on the tensor cores.
 //
 // Misuse inside a kernel (scratch past what scratch_bytes() declared, a collective or
 // shared()/per_thread() inside a phase) prints what happened, with block and thread, and
@@ -15,7 +16,9 @@
 #error "hcomm/exec/cuda_team.hpp is CUDA code: compile it with nvcc (include hcomm/exec/exec.hpp instead)"
 #else
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#include <mma.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -178,6 +181,32 @@ class cuda_team {
     return out;
   }
 
+  // The tensor-core product (exec/team.hpp): WMMA 16x16x16 tiles, bfloat16 operands and float
+  // accumulators, warp w taking the tiles w, w + warps, ... of C; a barrier after.
+  template <class VC, class VA, class VB>
+  __device__ void mma(const VC& C, const VA& A, const VB& B, const mma_shape& s) {
+    enter();
+    check(mma_shape_error(s) == nullptr, "mma: a shape exec/team.hpp's mma_shape_error refuses");
+    check(aligned(C.data) && aligned(A.data) && aligned(B.data), "mma: an operand not 32-byte aligned");
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const auto* a = reinterpret_cast<const __nv_bfloat16*>(A.data);
+    const auto* b = reinterpret_cast<const __nv_bfloat16*>(B.data);
+    using nvcuda::wmma::col_major;
+    using nvcuda::wmma::row_major;
+    const int tn = s.n / mma_tile, tiles = s.m / mma_tile * tn;
+    for (int r = warp(); r < tiles; r += warps()) {
+      const int i0 = r / tn * mma_tile, j0 = r % tn * mma_tile;
+      if (!s.a_trans && !s.b_trans) mma_tile_sum<row_major, row_major>(C.data, a, b, s, i0, j0);
+      else if (!s.a_trans) mma_tile_sum<row_major, col_major>(C.data, a, b, s, i0, j0);
+      else if (!s.b_trans) mma_tile_sum<col_major, row_major>(C.data, a, b, s, i0, j0);
+      else mma_tile_sum<col_major, col_major>(C.data, a, b, s, i0, j0);
+    }
+#else
+    check(false, "mma: tensor cores need sm_80 or newer");
+#endif
+    __syncthreads();
+  }
+
  private:
   __device__ int lane() const { return static_cast<int>(threadIdx.x) & 31; }
   __device__ int warp() const { return static_cast<int>(threadIdx.x) >> 5; }
@@ -191,6 +220,34 @@ class cuda_team {
     }
   }
   __device__ void enter() const { check(!in_phase_, "a collective inside a phase"); }
+  __device__ static bool aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % mma_align == 0; }
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  // One warp: the 16x16 tile of C at (i0, j0), summed over k in steps of 16. A row-major A is
+  // WMMA's row_major matrix_a, a transposed one its col_major (the same for B).
+  template <class LA, class LB>
+  __device__ static void mma_tile_sum(float* C, const __nv_bfloat16* A, const __nv_bfloat16* B, const mma_shape& s,
+                                      int i0, int j0) {
+    namespace wmma = nvcuda::wmma;
+    constexpr bool a_row = std::is_same_v<LA, wmma::row_major>, b_row = std::is_same_v<LB, wmma::row_major>;
+    wmma::fragment<wmma::accumulator, mma_tile, mma_tile, mma_tile, float> acc;
+    wmma::fragment<wmma::matrix_a, mma_tile, mma_tile, mma_tile, __nv_bfloat16, LA> fa;
+    wmma::fragment<wmma::matrix_b, mma_tile, mma_tile, mma_tile, __nv_bfloat16, LB> fb;
+    float* c = C + static_cast<std::size_t>(i0) * s.ldc + j0;
+    if (s.accumulate)
+      wmma::load_matrix_sync(acc, c, static_cast<unsigned>(s.ldc), wmma::mem_row_major);
+    else
+      wmma::fill_fragment(acc, 0.f);
+    for (int p = 0; p < s.k; p += mma_tile) {
+      const __nv_bfloat16* a = a_row ? A + static_cast<std::size_t>(i0) * s.lda + p : A + static_cast<std::size_t>(p) * s.lda + i0;
+      const __nv_bfloat16* b = b_row ? B + static_cast<std::size_t>(p) * s.ldb + j0 : B + static_cast<std::size_t>(j0) * s.ldb + p;
+      wmma::load_matrix_sync(fa, a, static_cast<unsigned>(s.lda));
+      wmma::load_matrix_sync(fb, b, static_cast<unsigned>(s.ldb));
+      wmma::mma_sync(acc, fa, fb, acc);
+    }
+    wmma::store_matrix_sync(c, acc, static_cast<unsigned>(s.ldc), wmma::mem_row_major);
+  }
+#endif
 
   // The tree of exec/team.hpp: for o = 16 .. 1, lane l < o takes op(v[l], v[l + o]); lane 0's
   // result to every lane.
@@ -234,7 +291,7 @@ class cuda_team {
 // team-level scratch reads apart from the next team's first writes.
 template <class K>
 __global__ void cuda_team_kernel(std::size_t league, std::size_t smem_bytes, K k) {
-  extern __shared__ __align__(16) unsigned char hcomm_team_smem[];
+  extern __shared__ __align__(128) unsigned char hcomm_team_smem[];
   __shared__ __align__(16) unsigned char hcomm_team_coll[cuda_collective_bytes];
   cuda_team team(league, hcomm_team_smem, smem_bytes, hcomm_team_coll);
   for (std::size_t r = blockIdx.x; r < league; r += gridDim.x) {

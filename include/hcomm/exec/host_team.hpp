@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "hcomm/core/error.hpp"
+#include "hcomm/core/half.hpp"
 #include "hcomm/exec/team.hpp"
 
 namespace hcomm::exec::detail {
@@ -450,6 +451,65 @@ class host_team {
     return get(v, t, "broadcast");
   }
 
+  // The tensor-core product (exec/team.hpp): each tile of C summed over k one product at a
+  // time. Under host-check it runs as a phase of its own, each tile by the first thread of
+  // its warp, tiles in shuffled order, each tile's operands read once through the shadow:
+  // it reports unwritten reads of A, B (or of C when accumulating) and a C tile that overlaps
+  // what another warp reads.
+  template <class VC, class VA, class VB>
+  void mma(const VC& C, const VA& A, const VB& B, const mma_shape& s) {
+    enter("mma");
+    if (const char* e = mma_shape_error(s)) report(std::string("mma: ") + e);
+    check_mma_operand(A.data, "A");
+    check_mma_operand(B.data, "B");
+    check_mma_operand(C.data, "C");
+    const int tn = s.n / mma_tile, tiles = s.m / mma_tile * tn, warps = size_ / warp_size;
+    const auto a_at = [&](int i, int p) {
+      return s.a_trans ? static_cast<std::size_t>(p) * s.lda + i : static_cast<std::size_t>(i) * s.lda + p;
+    };
+    const auto b_at = [&](int p, int j) {
+      return s.b_trans ? static_cast<std::size_t>(j) * s.ldb + p : static_cast<std::size_t>(p) * s.ldb + j;
+    };
+    const auto tile = [&](int r) {
+      const int i0 = r / tn * mma_tile, j0 = r % tn * mma_tile;
+      if constexpr (Checked) {  // the tile's operands through the shadow, once each
+        for (int i = i0; i < i0 + mma_tile; ++i)
+          for (int p = 0; p < s.k; ++p) (void)static_cast<bf16>(A[a_at(i, p)]);
+        for (int p = 0; p < s.k; ++p)
+          for (int j = j0; j < j0 + mma_tile; ++j) (void)static_cast<bf16>(B[b_at(p, j)]);
+      }
+      const bf16* a = A.data;
+      const bf16* b = B.data;
+      for (int i = i0; i < i0 + mma_tile; ++i)
+        for (int j = j0; j < j0 + mma_tile; ++j) {
+          const std::size_t c = static_cast<std::size_t>(i) * s.ldc + j;
+          float acc = s.accumulate ? static_cast<float>(C[c]) : 0.f;
+          for (int p = 0; p < s.k; ++p) acc += static_cast<float>(a[a_at(i, p)]) * static_cast<float>(b[b_at(p, j)]);
+          C[c] = acc;
+        }
+    };
+    if constexpr (Checked) {
+      std::vector<int> order(static_cast<std::size_t>(tiles));
+      for (int r = 0; r < tiles; ++r) order[static_cast<std::size_t>(r)] = r;
+      std::uint64_t z = mix64(ctx_.seed ^ mix64(ctx_.team * 2654435761ull + static_cast<std::uint64_t>(ctx_.phase)));
+      for (int i = tiles - 1; i > 0; --i) {
+        z = mix64(z);
+        std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(z % static_cast<std::uint64_t>(i + 1))]);
+      }
+      ctx_.in_phase = true;
+      for (int r : order) {
+        ctx_.thread = r % warps * warp_size;
+        tile(r);
+      }
+      if (!ctx_.pending.empty()) fail(errc::kernel_check, ctx_.pending);
+      ctx_.in_phase = false;
+      ctx_.thread = -1;
+      ++ctx_.phase;
+    } else {
+      for (int r = 0; r < tiles; ++r) tile(r);
+    }
+  }
+
  protected:
   [[noreturn]] void report(const std::string& what) {
     if constexpr (Checked) {
@@ -465,6 +525,15 @@ class host_team {
 
   void enter(const char* what) {
     if (in_phase_) report(std::string(what) + " inside a phase (collectives are called by the whole team between phases)");
+  }
+  // An mma operand lies in this team's scratch, 32 bytes into it.
+  void check_mma_operand(const void* p, const char* which) {
+    const auto* b = static_cast<const std::byte*>(p);
+    if (b < scratch_base_ || b >= scratch_base_ + scratch_bytes_)
+      report(std::string("mma: ") + which + " is not in the team's scratch");
+    if (static_cast<std::size_t>(b - scratch_base_) % mma_align != 0)
+      report(std::string("mma: ") + which + " starts " + std::to_string(b - scratch_base_) +
+             " bytes into scratch, not a multiple of 32");
   }
   template <class T>
   T get(const thread_view<T>& v, int t, const char* what) const {

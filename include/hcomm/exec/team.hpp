@@ -48,6 +48,18 @@
 //    inclusive value (thread 0 identity).
 //  - transpose32(w): 32x32 bit transpose per warp: lane j's bit i = lane i's bit j.
 //  - broadcast(v, t): thread t's value, to the team (uniform).
+//  - mma(C, A, B, shape): a matrix product on tensor cores, from scratch to scratch:
+//    C[m x n] = (shape.accumulate ? C : 0) + A[m x k] B[k x n], A and B bfloat16
+//    (hcomm::bf16), C float, C row-major, A and B row-major or stored transposed (mma_shape).
+//    m, n, k are multiples of 16 (mma_tile); the 16 x 16 tiles of C are shared out to the
+//    warps (tile r * n/16 + c to warp (r * n/16 + c) % warps), each warp summing its tile over
+//    k. Each product of two bfloat16 values is exact in float; the host backends add them one
+//    by one in k order, tensor cores in their own order, so backends agree to float rounding
+//    of the sums, not bit for bit. Each operand starts 32 bytes into scratch (scratch_for of
+//    the arrays before it adds up to a multiple of 32), leading dimensions are multiples of 8
+//    (A, B) and 4 (C), and C overlaps neither A nor B (host-check reports any unwritten read,
+//    and a C tile that overlaps what another warp reads). The CUDA backend runs it as WMMA
+//    on sm_80 and newer.
 //
 // Backends: host (exec/host_team.hpp: a phase is a loop over the threads, teams in
 // parallel over OpenMP), host_check (exec/host_check.hpp: tests only; shuffled thread order,
@@ -93,6 +105,28 @@ template <class E>
 concept team_executor = requires(const E& e, std::size_t league, int team) {
   e.launch(league, team, detail::probe_team_kernel{});
 };
+
+// The shape of a team matrix product (team.mma): C[m x n] (+)= A[m x k] B[k x n]. A(i, p) is
+// A[i * lda + p], or A[p * lda + i] when a_trans (A stored as its k x m transpose); B(p, j) is
+// B[p * ldb + j], or B[j * ldb + p] when b_trans; C(i, j) is C[i * ldc + j].
+struct mma_shape {
+  int m = 0, n = 0, k = 0;
+  int lda = 0, ldb = 0, ldc = 0;
+  bool a_trans = false, b_trans = false;
+  bool accumulate = false;  // C += A B, else C = A B
+};
+inline constexpr int mma_tile = 16;
+inline constexpr std::size_t mma_align = 32;  // bytes: WMMA's alignment of a tile's first element
+
+// Why a shape cannot run (nullptr when it can): every backend refuses the same shapes.
+HCOMM_HOST_DEVICE constexpr const char* mma_shape_error(const mma_shape& s) {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0 || s.m % mma_tile || s.n % mma_tile || s.k % mma_tile)
+    return "m, n and k must be positive multiples of 16";
+  if (s.lda % 8 || s.ldb % 8 || s.ldc % 4) return "leading dimensions must be multiples of 8 (A, B) and 4 (C)";
+  if (s.lda < (s.a_trans ? s.m : s.k) || s.ldb < (s.b_trans ? s.k : s.n) || s.ldc < s.n)
+    return "a leading dimension is shorter than its matrix's rows";
+  return nullptr;
+}
 
 // Combination operators for the collectives (usable in device code).
 struct sum {

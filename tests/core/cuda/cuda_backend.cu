@@ -79,6 +79,22 @@ std::vector<std::uint32_t> team_collectives(const std::vector<std::uint32_t>& in
   return out;
 }
 
+std::vector<float> team_mma(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b,
+                            const std::vector<float>& c, const hcomm::exec::mma_shape& s, int team) {
+  const auto ex = make_executor();
+  exec_buffer<hcomm::exec::cuda> d_a(ex, a.size() * 2), d_b(ex, b.size() * 2), d_c(ex, c.size() * 4);
+  ex.from_host(d_a.p, a.data(), a.size() * 2);
+  ex.from_host(d_b.p, b.data(), b.size() * 2);
+  ex.from_host(d_c.p, c.data(), c.size() * 4);
+  ex.launch(1, team,
+            mma_probe{static_cast<const std::uint16_t*>(d_a.p), static_cast<const std::uint16_t*>(d_b.p),
+                      static_cast<float*>(d_c.p), s, static_cast<int>(a.size()), static_cast<int>(b.size()),
+                      static_cast<int>(c.size())});
+  std::vector<float> out(c.size());
+  ex.to_host(out.data(), d_c.p, c.size() * 4);
+  return out;
+}
+
 namespace {
 struct spin_until_flag_kernel {
   volatile int* flag;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../exec_probes.hpp"
+#include "hcomm/exec/team.hpp"
 
 namespace hcomm_test::cuda_side {
 
@@ -26,6 +27,10 @@ outcome run_engine(const hcomm::codec::config& c, const void* host_in, std::size
 
 // The collectives probe (../team_probes.hpp) as one team of `team` threads on the GPU.
 std::vector<std::uint32_t> team_collectives(const std::vector<std::uint32_t>& in, int team);
+// team.mma (../team_probes.hpp's mma_probe) as one team of `team` threads on the GPU's tensor
+// cores: C from a, b (bfloat16 bits) and c.
+std::vector<float> team_mma(const std::vector<std::uint16_t>& a, const std::vector<std::uint16_t>& b,
+                            const std::vector<float>& c, const hcomm::exec::mma_shape& s, int team);
 // Two streams: a kernel on stream A spins (bounded) until a kernel on stream B sets a flag,
 // so it sees 1 only if the streams overlap; then B waits for an event recorded on A after A
 // wrote n values and copies them. Returns {flag seen, mismatches of the copy}.

@@ -6,6 +6,8 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <tuple>
@@ -48,6 +50,39 @@ TEST_CASE("cuda team collectives give their defined results", "[cuda][team]") {
     }
     CHECK(side::team_collectives(in, T) == collectives_expected(in, T));
   }
+}
+
+TEST_CASE("cuda team mma on tensor cores gives the host's product to float rounding", "[cuda][team][mma]") {
+  unsigned seed = 11;
+  for (bool at : {false, true})
+    for (bool bt : {false, true})
+      for (bool acc : {false, true})
+        for (int team : {32, 128}) {
+          INFO("a_trans " << at << " b_trans " << bt << " accumulate " << acc << " team " << team);
+          hcomm::exec::mma_shape s;
+          s.m = 32, s.n = 48, s.k = 64, s.a_trans = at, s.b_trans = bt, s.accumulate = acc;
+          s.lda = (at ? s.m : s.k) + 8, s.ldb = (bt ? s.k : s.n) + 16, s.ldc = s.n + 4;
+          std::vector<std::uint16_t> a(static_cast<std::size_t>(s.lda) * (at ? s.k : s.m));
+          std::vector<std::uint16_t> b(static_cast<std::size_t>(s.ldb) * (bt ? s.n : s.k));
+          std::vector<float> c(static_cast<std::size_t>(s.ldc) * s.m);
+          std::uint32_t x = seed++;
+          const auto next = [&x] {
+            x = x * 1664525u + 1013904223u;
+            return static_cast<float>(x >> 8) / static_cast<float>(1u << 24) * 4.f - 2.f;
+          };
+          for (auto& v : a) v = hcomm::to_bf16_bits(next());
+          for (auto& v : b) v = hcomm::to_bf16_bits(next());
+          for (auto& v : c) v = next();
+          const auto want = hcomm_test::mma_expected(a, b, c, s);
+          const auto got = side::team_mma(a, b, c, s, team);
+          REQUIRE(got.size() == want.size());
+          double worst = 0;  // sums of 64 products of size up to 4: float rounding is ~1e-5
+          for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(double(got[i]) - want[i]));
+          CHECK(worst < 1e-3);
+          // C's padding columns (j >= n) are untouched
+          for (int i = 0; i < s.m; ++i)
+            for (int j = s.n; j < s.ldc; ++j) CHECK(got[static_cast<std::size_t>(i) * s.ldc + j] == c[static_cast<std::size_t>(i) * s.ldc + j]);
+        }
 }
 
 TEST_CASE("cuda streams overlap, and an event orders one stream after the other", "[cuda][stream]") {

@@ -4,6 +4,7 @@
 #include "hcomm/exec/host.hpp"
 #include "portable/adamw.hpp"
 #include "portable/attention.hpp"
+#include "portable/attention_bf16.hpp"
 #include "portable/cross_entropy.hpp"
 #include "portable/gelu.hpp"
 #include "portable/layernorm.hpp"
@@ -46,22 +47,34 @@ void host_cross_entropy(std::vector<float>& z, std::vector<float>& losses, const
 }
 
 void host_attention(const std::vector<float>& qkv, std::vector<float>& out, std::vector<float>& lse, int B, int T, int nh,
-                    int hd, bool causal) {
+                    int hd, bool causal, bool bf16) {
   hcomm::exec::host hx;
   out.assign(static_cast<std::size_t>(B) * T * nh * hd, 0.f);
   lse.assign(static_cast<std::size_t>(B) * nh * T, 0.f);
+  if (bf16) {
+    const gpt::portable::attention_bf16_forward k{out.data(), lse.data(), qkv.data(), B, T, nh, hd, causal};
+    hx.launch(k.league(), 128, k);
+    return;
+  }
   const gpt::portable::attention_forward k{out.data(), lse.data(), qkv.data(), B, T, nh, hd, causal};
   hx.launch(k.league(), 64, k);
 }
 
 void host_attention_backward(const std::vector<float>& qkv, const std::vector<float>& out, const std::vector<float>& lse,
                              const std::vector<float>& dout, std::vector<float>& dqkv, int B, int T, int nh, int hd,
-                             bool causal) {
+                             bool causal, bool bf16) {
   hcomm::exec::host hx;
   dqkv.assign(qkv.size(), 0.f);
   std::vector<float> D(lse.size());
   hx.for_each(D.size(), gpt::portable::attention_backward_rowdot{D.data(), dout.data(), out.data(), B, T, nh, hd});
   const gpt::portable::attention_detail::problem p{dqkv.data(), dout.data(), qkv.data(), lse.data(), D.data(), B, T, nh, hd, causal};
+  if (bf16) {
+    const gpt::portable::attention_bf16_backward_dkdv kv{p};
+    const gpt::portable::attention_bf16_backward_dq q{p};
+    hx.launch(kv.league(), 128, kv);
+    hx.launch(q.league(), 128, q);
+    return;
+  }
   const gpt::portable::attention_backward_dkdv kv{p};
   const gpt::portable::attention_backward_dq q{p};
   hx.launch(kv.league(), 64, kv);

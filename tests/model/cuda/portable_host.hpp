@@ -18,13 +18,13 @@ void host_gelu(const std::vector<float>& x, std::vector<float>& y, std::vector<f
 // losses and gradients (in z) of the cross-entropy at `scale`, team size `team`
 void host_cross_entropy(std::vector<float>& z, std::vector<float>& losses, const std::vector<int>& targets, int V,
                         float scale, int team);
-// flash attention forward: out[B*T, nh*hd], lse[B*nh*T]
+// flash attention forward: out[B*T, nh*hd], lse[B*nh*T]; bf16: attention_bf16.hpp's kernels
 void host_attention(const std::vector<float>& qkv, std::vector<float>& out, std::vector<float>& lse, int B, int T, int nh,
-                    int hd, bool causal);
+                    int hd, bool causal, bool bf16 = false);
 // its backward from dout (with the forward's out and lse): dqkv[B*T, 3*nh*hd]
 void host_attention_backward(const std::vector<float>& qkv, const std::vector<float>& out, const std::vector<float>& lse,
                              const std::vector<float>& dout, std::vector<float>& dqkv, int B, int T, int nh, int hd,
-                             bool causal);
+                             bool causal, bool bf16 = false);
 void host_adamw(std::vector<float>& p, std::vector<float>& m, std::vector<float>& v, const std::vector<float>& g);
 
 }  // namespace gpt_test

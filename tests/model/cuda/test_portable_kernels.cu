@@ -1,7 +1,7 @@
 // The trainer's portable kernels (examples/gpt/portable/) on the CUDA executor against the
 // same kernels on the host executor (portable_host.cpp; CI checks those against kernels.hpp
 // and under host-check) or a plain loop: LayerNorm, cross-entropy, flash attention forward
-// and backward, embedding, rotary, the sum of squares, GELU, AdamW. The GPU's exp,
+// and backward (fp32, and bf16 on tensor cores), embedding, rotary, the sum of squares, GELU, AdamW. The GPU's exp,
 // sqrt and fused multiply-adds round differently, so the comparison is to float rounding.
 // Without a CUDA device it prints "SKIPPED: ..." and exits 77 (ctest: skipped).
 #include <cuda_runtime.h>
@@ -10,12 +10,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cuda_probe.hpp"
+#include "hcomm/core/bfloat16.hpp"
 #include "hcomm/exec/cuda.hpp"
 #include "portable/adamw.hpp"
 #include "portable/attention.hpp"
+#include "portable/attention_bf16.hpp"
 #include "portable/cross_entropy.hpp"
 #include "portable/elementwise.hpp"
 #include "portable/embedding.hpp"
@@ -144,36 +147,59 @@ int main() {
     expect_close("cross_entropy gradient", d.get(dZ, z.size()), z, 1e-5f, 1e-7f);
     ex.deallocate(dT);
 
-    for (const bool causal : {true, false}) {
-      const int AB = 2, AT = 50, anh = 2, ahd = 64;
-      const auto qkv = randn(static_cast<std::size_t>(AB) * AT * 3 * anh * ahd, 16, 1.f);
-      std::vector<float> ho, hl2;
-      gpt_test::host_attention(qkv, ho, hl2, AB, AT, anh, ahd, causal);
-      float* dQKV = d.put(qkv);
-      float* dO = d.put(std::vector<float>(ho.size()));
-      float* dLse = d.put(std::vector<float>(hl2.size()));
-      const gpt::portable::attention_forward ak{dO, dLse, dQKV, AB, AT, anh, ahd, causal};
-      ex.launch(ak.league(), 64, ak);
-      expect_close(causal ? "attention out (causal)" : "attention out (bidir.)", d.get(dO, ho.size()), ho, 1e-5f, 1e-6f);
-      expect_close(causal ? "attention lse (causal)" : "attention lse (bidir.)", d.get(dLse, hl2.size()), hl2, 1e-5f, 1e-6f);
-      // the backward from the host's forward results
-      const auto dout = randn(ho.size(), 17, 1.f);
-      std::vector<float> hdqkv;
-      gpt_test::host_attention_backward(qkv, ho, hl2, dout, hdqkv, AB, AT, anh, ahd, causal);
-      float* dDout = d.put(dout);
-      float* dHo = d.put(ho);
-      float* dHl = d.put(hl2);
-      float* dDD = d.put(std::vector<float>(hl2.size()));
-      float* dDqkv = d.put(std::vector<float>(qkv.size()));
-      ex.for_each(hl2.size(), gpt::portable::attention_backward_rowdot{dDD, dDout, dHo, AB, AT, anh, ahd});
-      const gpt::portable::attention_detail::problem ap{dDqkv, dDout, dQKV, dHl, dDD, AB, AT, anh, ahd, causal};
-      const gpt::portable::attention_backward_dkdv kv{ap};
-      const gpt::portable::attention_backward_dq kq{ap};
-      ex.launch(kv.league(), 64, kv);
-      ex.launch(kq.league(), 64, kq);
-      expect_close(causal ? "attention dqkv (causal)" : "attention dqkv (bidir.)", d.get(dDqkv, qkv.size()), hdqkv, 1e-4f,
-                   1e-5f);
-    }
+    // Attention, forward and backward, against the host's run of the same kernels: fp32 (T 50,
+    // one partial tile) to float rounding; --precision bf16's on tensor cores (WMMA through
+    // team.mma; T 130, three tiles, the last partial; inputs bfloat16 values as the model hands
+    // them over) looser: the products' sums run in another order, so a probability may round
+    // to the neighbouring bfloat16.
+    for (const bool bf16 : {false, true})
+      for (const bool causal : {true, false}) {
+        const int AB = 2, AT = bf16 ? 130 : 50, anh = 2, ahd = 64, team = bf16 ? 128 : 64;
+        const auto what = [&](const char* x) {
+          return std::string(bf16 ? "bf16 " : "") + "attention " + x + (causal ? " (causal)" : " (bidir.)");
+        };
+        auto qkv = randn(static_cast<std::size_t>(AB) * AT * 3 * anh * ahd, bf16 ? 18 : 16, 1.f);
+        auto dout = randn(static_cast<std::size_t>(AB) * AT * anh * ahd, bf16 ? 19 : 17, 1.f);
+        if (bf16) {
+          for (float& x : qkv) x = hcomm::round_to_bf16(x);
+          for (float& x : dout) x = hcomm::round_to_bf16(x);
+        }
+        std::vector<float> ho, hl2, hdqkv;
+        gpt_test::host_attention(qkv, ho, hl2, AB, AT, anh, ahd, causal, bf16);
+        float* dQKV = d.put(qkv);
+        float* dO = d.put(std::vector<float>(ho.size()));
+        float* dLse = d.put(std::vector<float>(hl2.size()));
+        if (bf16) {
+          const gpt::portable::attention_bf16_forward ak{dO, dLse, dQKV, AB, AT, anh, ahd, causal};
+          ex.launch(ak.league(), team, ak);
+        } else {
+          const gpt::portable::attention_forward ak{dO, dLse, dQKV, AB, AT, anh, ahd, causal};
+          ex.launch(ak.league(), team, ak);
+        }
+        expect_close(what("out").c_str(), d.get(dO, ho.size()), ho, bf16 ? 2e-2f : 1e-5f, bf16 ? 1e-2f : 1e-6f);
+        expect_close(what("lse").c_str(), d.get(dLse, hl2.size()), hl2, 1e-5f, bf16 ? 1e-5f : 1e-6f);
+        // the backward from the host's forward results
+        gpt_test::host_attention_backward(qkv, ho, hl2, dout, hdqkv, AB, AT, anh, ahd, causal, bf16);
+        float* dDout = d.put(dout);
+        float* dHo = d.put(ho);
+        float* dHl = d.put(hl2);
+        float* dDD = d.put(std::vector<float>(hl2.size()));
+        float* dDqkv = d.put(std::vector<float>(qkv.size()));
+        ex.for_each(hl2.size(), gpt::portable::attention_backward_rowdot{dDD, dDout, dHo, AB, AT, anh, ahd});
+        const gpt::portable::attention_detail::problem ap{dDqkv, dDout, dQKV, dHl, dDD, AB, AT, anh, ahd, causal};
+        if (bf16) {
+          const gpt::portable::attention_bf16_backward_dkdv kv{ap};
+          const gpt::portable::attention_bf16_backward_dq kq{ap};
+          ex.launch(kv.league(), team, kv);
+          ex.launch(kq.league(), team, kq);
+        } else {
+          const gpt::portable::attention_backward_dkdv kv{ap};
+          const gpt::portable::attention_backward_dq kq{ap};
+          ex.launch(kv.league(), team, kv);
+          ex.launch(kq.league(), team, kq);
+        }
+        expect_close(what("dqkv").c_str(), d.get(dDqkv, qkv.size()), hdqkv, bf16 ? 2e-2f : 1e-4f, bf16 ? 2e-2f : 1e-5f);
+      }
 
     {  // embedding: flat kernels with model.hpp's order, so the GPU gives the same bits
       const int S = 3, ET = 20, EC = 48, EN = S * ET, EV = 264;
