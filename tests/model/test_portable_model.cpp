@@ -113,8 +113,9 @@ TEST_CASE("portable backend: host-check = host bitwise, and the CPU backend to r
     // attention's backward rounds the probabilities for dV from the normalised float value on
     // the portable backend (flash recomputes them) and keeps bf16(e) / sum on the cpu backend,
     // and bf16 rounds to 8 bits of mantissa, so a last-bit difference of a sum can move one
-    // rounding a whole bf16 step. Bounds 4x or more above that.
-    const double tol = v.bf16 ? 2e-3 : 1e-5;
+    // rounding a whole bf16 step (before attention rounded alike, the logits differed by 6e-5).
+    // Bounds 4x or more above that; fp32 attention on the portable backend would give 3e-3.
+    const double tol = v.bf16 ? 5e-4 : 1e-5;
     INFO("loss " << host.loss << " vs cpu " << cpu.loss);
     CHECK(std::fabs(host.loss - cpu.loss) <= (v.bf16 ? 1e-5 : 1e-6) * std::fabs(cpu.loss));
     const auto lg = gpt_test::compare(host.logits.data(), cpu.logits.data(), cpu.logits.size(), 1e-5, 1e-4);
