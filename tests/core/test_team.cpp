@@ -202,7 +202,7 @@ TEST_CASE("team mma: an unwritten operand, a misaligned operand and a bad shape 
   CHECK_THROWS_WITH(run_mma(exec::host_check{}, bad, 64), Contains("multiples of 8"));
   bad = k;
   bad.s.ldb = 56;  // B is stored transposed: rows of k = 64
-  CHECK_THROWS_WITH(run_mma(fast(), bad, 64), Contains("shorter than its matrix's rows"));
+  CHECK_THROWS_WITH(run_mma(fast(), bad, 64), Contains("shorter than its matrix's row length"));
 }
 
 // ---- the project's team kernels, host-check vs host-fast vs the flat kernels -----------------

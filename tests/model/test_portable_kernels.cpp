@@ -381,11 +381,11 @@ TEST_CASE("portable flash attention backward: host-check = host = kernels.hpp's 
 }
 
 // --precision bf16's attention (portable/attention_bf16.hpp: bfloat16 operands on the team's
-// tensor-core product): host-check = host bit for bit at two team sizes; to bfloat16 rounding,
-// the fp32 flash kernels and kernels.hpp's bf16 attention (which rounds its probabilities and
-// score gradients the same way) on the same bfloat16 inputs; the log-sum-exp to float rounding
-// of the fp32 kernel's. Head sizes 16, 40 (padded to 48 in the tiles) and 64; T 50 (one
-// partial tile) and 130 (three tiles, the last partial).
+// tensor-core product): host-check = host bit for bit at team sizes 32, 128 and 256; to
+// bfloat16 rounding, the fp32 flash kernels and kernels.hpp's bf16 attention (which rounds
+// its exponentials and score gradients alike) on the same bfloat16 inputs; the log-sum-exp
+// to float rounding of the fp32 kernel's. Head sizes 16, 40 (padded to 48 in the tiles) and
+// 64; T 50 (one partial tile) and 130 (three tiles, the last partial).
 TEST_CASE("portable bf16 attention on tensor cores: host-check = host, close to fp32 and kernels.hpp's bf16",
           "[model][portable][bf16]") {
   struct shape {
@@ -439,6 +439,10 @@ TEST_CASE("portable bf16 attention on tensor cores: host-check = host, close to 
     CHECK(d2 == d1);
     run(hcomm::exec::host_check{.seed = 14}, 256, true, o2, l2, d2);
     CHECK(o2 == o1);
+    CHECK(d2 == d1);
+    run(hcomm::exec::host_check{.seed = 15}, 32, true, o2, l2, d2);  // fewer threads than rows
+    CHECK(o2 == o1);
+    CHECK(l2 == l1);
     CHECK(d2 == d1);
     run(hcomm::exec::host{}, 64, false, of, lf, df);
     check_close(l1, lf, 1e-5f, 1e-5f);  // the scores' products are exact either way

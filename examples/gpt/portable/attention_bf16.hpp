@@ -20,7 +20,8 @@
 //
 // Layout and arguments as attention.hpp's. Tiles: 64 queries x 64 keys forward; backward a
 // team owns 64 keys (dK, dV) or 64 queries (dQ) and walks the other side 32 at a time, so
-// that a head size of 128 fits in 163 KiB of scratch.
+// that a head size of 128 fits in the execution model's scratch (at most 136.25 KiB). Any
+// team size works; 128 threads is what the trainer launches.
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -99,11 +100,14 @@ HCOMM_HOST_DEVICE void probabilities(Team& team, const attention_detail::problem
 }
 }  // namespace attention_bf16_detail
 
-// A team per (sequence, head, 64 queries): out and lse of its queries.
+// A team per (sequence, head, 64 queries): out and lse of its queries. The softmax runs a
+// thread per query row, so S, P and O have rows padded by 16 bytes (ls, lp, lo): lanes
+// walking their own rows then meet 4 to a shared-memory bank, not 32.
 struct attention_bf16_forward {
   static constexpr int max_team = 1024;
   static constexpr const char* name = "gpt::portable::attention_bf16_forward";
   static constexpr int bq = 64, bk = 64, max_hd = 128;
+  static constexpr int ls = bk + 4, lp = bk + 8;  // row strides of S (float) and P (bf16)
   float* out;
   float* lse;
   const float* qkv;
@@ -112,39 +116,44 @@ struct attention_bf16_forward {
 
   HCOMM_HOST_DEVICE std::size_t blocks() const { return static_cast<std::size_t>((T + bq - 1) / bq); }
   std::size_t league() const { return static_cast<std::size_t>(B) * static_cast<std::size_t>(nh) * blocks(); }
+  HCOMM_HOST_DEVICE int lo() const { return attention_bf16_detail::padded(hd) + 4; }  // O's row stride
   std::size_t scratch_bytes(int) const {
     using hcomm::exec::scratch_for;
     const std::size_t hp = static_cast<std::size_t>(attention_bf16_detail::padded(hd));
     return scratch_for<hcomm::bf16>(bq * hp) + scratch_for<hcomm::bf16>(bk * hp) * 2 +
-           scratch_for<hcomm::bf16>(bq * bk) + scratch_for<float>(bq * bk) + scratch_for<float>(bq * hp) +
-           scratch_for<float>(bq) * 2;
+           scratch_for<hcomm::bf16>(bq * lp) + scratch_for<float>(bq * ls) +
+           scratch_for<float>(bq * static_cast<std::size_t>(lo())) + scratch_for<float>(bq) * 2;
   }
 
   template <class Team>
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
     namespace d = attention_bf16_detail;
+    using hcomm::exec::mma_shape;
     const std::size_t r = team.league_rank();
     const int qb = static_cast<int>(r % blocks());
     const int h = static_cast<int>((r / blocks()) % static_cast<std::size_t>(nh));
     const int b = static_cast<int>(r / blocks() / static_cast<std::size_t>(nh));
-    const int Cl = nh * hd, ld = 3 * Cl, q0 = qb * bq, hp = d::padded(hd), nthreads = team.size();
+    const int Cl = nh * hd, ld = 3 * Cl, q0 = qb * bq, hp = d::padded(hd), Lo = lo(), nthreads = team.size();
     const float scale = 1.f / std::sqrt(static_cast<float>(hd));
     const std::size_t seq = static_cast<std::size_t>(b) * static_cast<std::size_t>(T);
     // every array a multiple of 32 bytes long, so that each starts 32-byte aligned (mma)
     auto Q = team.template shared<hcomm::bf16>(static_cast<std::size_t>(bq * hp), "Q");
     auto K = team.template shared<hcomm::bf16>(static_cast<std::size_t>(bk * hp), "K");
     auto V = team.template shared<hcomm::bf16>(static_cast<std::size_t>(bk * hp), "V");
-    auto P = team.template shared<hcomm::bf16>(static_cast<std::size_t>(bq * bk), "P");
-    auto S = team.template shared<float>(static_cast<std::size_t>(bq * bk), "S");
-    auto O = team.template shared<float>(static_cast<std::size_t>(bq * hp), "O");
+    auto P = team.template shared<hcomm::bf16>(static_cast<std::size_t>(bq * lp), "P");
+    auto S = team.template shared<float>(static_cast<std::size_t>(bq * ls), "S");
+    auto O = team.template shared<float>(static_cast<std::size_t>(bq * Lo), "O");
     auto M = team.template shared<float>(bq, "row max");
     auto L = team.template shared<float>(bq, "row sum");
+    mma_shape qk = d::times_transposed(bq, bk, hp), pv = d::times_add(bq, hp, bk);
+    qk.ldc = ls;
+    pv.lda = lp, pv.ldc = Lo;
     team.for_threads([&](int t) {
       d::load_rows(qkv, ld, 0, T, hd, hp, b, h, q0, bq, t, nthreads, Q);
-      for (int e = t; e < bq * hp; e += nthreads) O[e] = 0.f;
-      if (t < bq) {
-        M[t] = -INFINITY;
-        L[t] = 0.f;
+      for (int e = t; e < bq * Lo; e += nthreads) O[e] = 0.f;
+      for (int i = t; i < bq; i += nthreads) {
+        M[i] = -INFINITY;
+        L[i] = 0.f;
       }
     });
     const int last_query = q0 + bq - 1 < T - 1 ? q0 + bq - 1 : T - 1;
@@ -154,37 +163,39 @@ struct attention_bf16_forward {
         d::load_rows(qkv, ld, Cl, T, hd, hp, b, h, k0, bk, t, nthreads, K);
         d::load_rows(qkv, ld, 2 * Cl, T, hd, hp, b, h, k0, bk, t, nthreads, V);
       });
-      team.mma(S, Q, K, d::times_transposed(bq, bk, hp));
+      team.mma(S, Q, K, qk);
       team.for_threads([&](int t) {  // online softmax, a thread per query row; O's row rescaled
-        if (t >= bq) return;
-        const int query = q0 + t;
-        float m = M[t];
-        for (int j = 0; j < bk; ++j) {
-          const int key = k0 + j;
-          if (key < T && (!causal || key <= query)) m = S[t * bk + j] * scale > m ? S[t * bk + j] * scale : m;
+        for (int i = t; i < bq; i += nthreads) {
+          const int query = q0 + i;
+          float m = M[i];
+          for (int j = 0; j < bk; ++j) {
+            const int key = k0 + j;
+            if (key < T && (!causal || key <= query)) m = S[i * ls + j] * scale > m ? S[i * ls + j] * scale : m;
+          }
+          // a row that saw no key yet (padding past T, or none visible): keep zeros
+          const float f = m == -INFINITY ? 1.f : std::exp(M[i] - m);
+          float l = L[i] * f;
+          for (int j = 0; j < bk; ++j) {
+            const int key = k0 + j;
+            const bool seen = m != -INFINITY && key < T && (!causal || key <= query);
+            const float p = seen ? std::exp(S[i * ls + j] * scale - m) : 0.f;
+            P[i * lp + j] = hcomm::bf16(p);
+            l += p;
+          }
+          for (int e = 0; e < hp; ++e) O[i * Lo + e] = O[i * Lo + e] * f;
+          M[i] = m;
+          L[i] = l;
         }
-        // a row that saw no key yet (padding past T, or none visible): keep zeros
-        const float f = m == -INFINITY ? 1.f : std::exp(M[t] - m);
-        float l = L[t] * f;
-        for (int j = 0; j < bk; ++j) {
-          const int key = k0 + j;
-          const bool seen = m != -INFINITY && key < T && (!causal || key <= query);
-          const float p = seen ? std::exp(S[t * bk + j] * scale - m) : 0.f;
-          P[t * bk + j] = hcomm::bf16(p);
-          l += p;
-        }
-        for (int e = 0; e < hp; ++e) O[t * hp + e] = O[t * hp + e] * f;
-        M[t] = m;
-        L[t] = l;
       });
-      team.mma(O, P, V, d::times_add(bq, hp, bk));
+      team.mma(O, P, V, pv);
     }
     team.for_threads([&](int t) {  // normalise and write the rows inside the sequence
       for (int e = t; e < bq * hd; e += nthreads) {
         const int i = e / hd, dd = e % hd, row = q0 + i;
-        if (row < T) out[(seq + row) * Cl + h * hd + dd] = O[i * hp + dd] / L[i];
+        if (row < T) out[(seq + row) * Cl + h * hd + dd] = O[i * Lo + dd] / L[i];
       }
-      if (t < bq && q0 + t < T) lse[(static_cast<std::size_t>(b) * nh + h) * T + q0 + t] = M[t] + std::log(L[t]);
+      for (int i = t; i < bq; i += nthreads)
+        if (q0 + i < T) lse[(static_cast<std::size_t>(b) * nh + h) * T + q0 + i] = M[i] + std::log(L[i]);
     });
   }
 };
@@ -237,9 +248,9 @@ struct attention_bf16_backward_dkdv : attention_detail::problem {
       team.for_threads([&](int t) {
         d::load_rows(qkv, ld(), 0, T, hd, hp, b, h, q0, bq, t, nthreads, Q);
         d::load_rows(dout, Cl, 0, T, hd, hp, b, h, q0, bq, t, nthreads, dO);
-        if (t < bq) {
-          LSE[t] = q0 + t < T ? lse[rows + q0 + t] : 0.f;
-          DD[t] = q0 + t < T ? D[rows + q0 + t] : 0.f;
+        for (int i = t; i < bq; i += nthreads) {
+          LSE[i] = q0 + i < T ? lse[rows + q0 + i] : 0.f;
+          DD[i] = q0 + i < T ? D[rows + q0 + i] : 0.f;
         }
       });
       d::probabilities(team, *this, q0, k0, bq, bk, Q, dO, K, V, S, dP, LSE, DD, P, dS);
@@ -297,9 +308,9 @@ struct attention_bf16_backward_dq : attention_detail::problem {
       d::load_rows(qkv, ld(), 0, T, hd, hp, b, h, q0, bq, t, nthreads, Q);
       d::load_rows(dout, Cl, 0, T, hd, hp, b, h, q0, bq, t, nthreads, dO);
       for (int e = t; e < bq * hp; e += nthreads) dQ[e] = 0.f;
-      if (t < bq) {
-        LSE[t] = q0 + t < T ? lse[rows + q0 + t] : 0.f;
-        DD[t] = q0 + t < T ? D[rows + q0 + t] : 0.f;
+      for (int i = t; i < bq; i += nthreads) {
+        LSE[i] = q0 + i < T ? lse[rows + q0 + i] : 0.f;
+        DD[i] = q0 + i < T ? D[rows + q0 + i] : 0.f;
       }
     });
     const int last_query = q0 + bq - 1 < T - 1 ? q0 + bq - 1 : T - 1;

@@ -178,7 +178,7 @@ class cuda {
 
   // Team kernel (exec/team.hpp): a team per thread block, league-strided over a grid of at
   // most a few waves. Team size is checked against the kernel's maxThreadsPerBlock (its
-  // register use), dynamic shared memory above 48 KiB is opted in.
+  // register use), shared memory above 48 KiB (static and dynamic) is opted in.
   template <class K>
   void launch(std::size_t league, int team_size, const K& k) const {
     static_assert(std::is_trivially_copyable_v<K>,
@@ -192,7 +192,8 @@ class cuda {
                                        std::to_string(team_size) + " exceeds the kernel's maxThreadsPerBlock " +
                                        std::to_string(max_threads) + " (its register use)");
     const std::size_t smem = k.scratch_bytes(team_size);
-    if (smem > 48 * 1024)
+    // past 48 KiB of static (the collectives' area) and dynamic shared memory together
+    if (smem + detail::cuda_collective_bytes > 48 * 1024)
       HCOMM_CUDA_CHECK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
     const std::size_t cap = static_cast<std::size_t>(max_blocks());
     const unsigned blocks = static_cast<unsigned>(league < cap ? league : cap);

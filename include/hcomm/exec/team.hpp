@@ -55,8 +55,8 @@
 //    warps (tile r * n/16 + c to warp (r * n/16 + c) % warps), each warp summing its tile over
 //    k. Each product of two bfloat16 values is exact in float; the host backends add them one
 //    by one in k order, tensor cores in their own order, so backends agree to float rounding
-//    of the sums, not bit for bit. Each operand starts 32 bytes into scratch (scratch_for of
-//    the arrays before it adds up to a multiple of 32), leading dimensions are multiples of 8
+//    of the sums, not bit for bit. Each operand starts a multiple of 32 bytes into scratch
+//    (scratch_for of the arrays before it adds up to one), leading dimensions are multiples of 8
 //    (A, B) and 4 (C), and C overlaps neither A nor B (host-check reports any unwritten read,
 //    and a C tile that overlaps what another warp reads). The CUDA backend runs it as WMMA
 //    on sm_80 and newer.
@@ -79,9 +79,10 @@ namespace hcomm::exec {
 inline constexpr int warp_size = 32;
 inline constexpr int max_team_threads = 1024;
 // Team-shared scratch every backend accepts: the opt-in limit per block of the smallest GPU
-// the CUDA build targets (sm_80, 163 KiB). Host backends refuse more, so that a kernel
-// tested on the CPU also fits the GPU.
-inline constexpr std::size_t max_team_scratch_bytes = 163 * 1024;
+// the CUDA build targets (sm_80, 163 KiB), less the 512 bytes the CUDA team keeps for its
+// collectives (exec/cuda_team.hpp). Host backends refuse more, so that a kernel tested on the
+// CPU also fits the GPU.
+inline constexpr std::size_t max_team_scratch_bytes = 163 * 1024 - 512;
 
 // What launch needs of a kernel (its call operator is a template over the team type, so it
 // cannot be probed here; a wrong one fails to compile at launch).
@@ -124,7 +125,7 @@ HCOMM_HOST_DEVICE constexpr const char* mma_shape_error(const mma_shape& s) {
     return "m, n and k must be positive multiples of 16";
   if (s.lda % 8 || s.ldb % 8 || s.ldc % 4) return "leading dimensions must be multiples of 8 (A, B) and 4 (C)";
   if (s.lda < (s.a_trans ? s.m : s.k) || s.ldb < (s.b_trans ? s.k : s.n) || s.ldc < s.n)
-    return "a leading dimension is shorter than its matrix's rows";
+    return "a leading dimension is shorter than its matrix's row length";
   return nullptr;
 }
 
