@@ -11,6 +11,8 @@
 #   scripts/gpu-check.sh [--kit DIR]
 #       on the GPU machine: run the kit, at most BUDGET_S seconds (default 290); $OUT (default
 #       DIR/../kit-out) receives summary.md, gpu-check.log and gpu-check-logs.tar.gz, nothing else.
+#       STAGES=a,b,...: only those stages after the smoke stage (a second call for the stages
+#       the first left "not run (no time left)"). A TERM or INT still writes the summary.
 #   scripts/gpu-check.sh --dry-run [--kit DIR]     (may follow --prepare in one call)
 #       here, without a GPU: every step but the GPU ones. The carried mpirun starts 2 ranks of
 #       core_gpu_smoke --no-gpu in an environment that cannot see the system's MPI, and the
@@ -31,7 +33,8 @@
 # HWLOC_PLUGINS_PATH, PATH, LD_LIBRARY_PATH), requirements.txt (the newest GLIBC_, GLIBCXX_,
 # CXXABI_ and GCC_ symbol versions the kit's files need), MANIFEST, commit.
 #
-# The run goes in stages, in priority order, each under what is left of the budget:
+# The run goes in stages, each under what is left of the budget, in priority order: smoke,
+# then the trainer's (2b-2e: the open work), then 2 correctness, 3 and 4:
 #   1 smoke (at most SMOKE_S=60 s in all)
 #     smoke-env    driver (nvidia-smi), toolkit (nvcc), glibc and libstdc++ new enough for
 #                  the kit (requirements.txt), NCCL, cuBLAS and cuBLASLt found
@@ -312,6 +315,12 @@ record() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$TABLE"; }  # name result sec
 stage() {
   local name=$1 cap=$2
   shift 2
+  case $name in smoke-*) ;; *)
+    if [ -n "${STAGES-}" ] && [[ ",$STAGES," != *",$name,"* ]]; then
+      record "$name" "not selected (STAGES)" 0
+      return 0
+    fi ;;
+  esac
   local t
   t=$(left)
   [ "$t" -gt "$cap" ] && t=$cap
@@ -324,10 +333,15 @@ stage() {
   say "stage $name (at most ${t}s): $*"
   local s0 rc
   s0=$(date +%s)
-  timeout "$t" "$@" >"$WORK/$name.log" 2>&1
+  export STAGE_END=$((s0 + t))  # what a stage's own sub-steps may plan by (trainer_throughput)
+  # in the background, so that a signal to this script is handled at once (trap below)
+  timeout -k 5 "$t" "$@" >"$WORK/$name.log" 2>&1 &
+  STAGE_PID=$!
+  wait "$STAGE_PID"
   rc=$?
+  STAGE_PID=""
   local dt=$(($(date +%s) - s0)) result=pass
-  if [ $rc -eq 124 ]; then result="timed out after ${t}s"; status=1
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then result="timed out after ${t}s"; status=1
   elif [ $rc -ne 0 ]; then
     result="failed (exit $rc)"; status=1
     local failed
@@ -377,9 +391,10 @@ finish() {
     tp=$(cat "$WORK"/throughput-*.log 2>/dev/null | grep '^{' || true)
     if [ -n "$tp" ]; then
       echo
-      echo "| codec | dtype | data | MiB | compress GB/s | decompress GB/s | ratio | round trip |"
-      echo "|---|---|---|---:|---:|---:|---:|---|"
-      echo "$tp" | json_table codec dtype data mib compress_GBps decompress_GBps ratio round_trip 2>/dev/null || echo "$tp"
+      echo "| codec | dtype | data | MiB | compress GB/s | decompress GB/s | copy GB/s | ratio | round trip |"
+      echo "|---|---|---|---:|---:|---:|---:|---:|---|"
+      echo "$tp" | json_table codec dtype data mib compress_GBps decompress_GBps copy_GBps ratio round_trip 2>/dev/null ||
+        echo "$tp"
     fi
     local tt
     tt=$(grep -h '^{"impl"' "$WORK"/trainer-throughput.log 2>/dev/null || true)
@@ -406,15 +421,23 @@ finish() {
   } >"$OUT_DIR/summary.md"
   cp "$LOG" "$WORK/" 2>/dev/null
   cp "$KIT/requirements.txt" "$KIT/MANIFEST" "$KIT/mpi/DROPPED" "$KIT/mpi/VERSIONS" "$WORK/" 2>/dev/null
-  tar -czf "$OUT_DIR/gpu-check-logs.tar.gz" -C "$WORK" . 2>/dev/null
+  tar -czf "$OUT_DIR/gpu-check-logs.tar.gz" --exclude=./lib-host --exclude=./home -C "$WORK" . 2>/dev/null
   rm -rf "$WORK"
   tee -a "$LOG" <"$OUT_DIR/summary.md"
   exit $status
 }
 
+# Stopped from outside (the lease's own limit): the running stage ends, the summary and the
+# tarball of what ran are still written.
+STAGE_PID=""
+trap 'say "stopped by a signal"; [ -n "$STAGE_PID" ] && kill "$STAGE_PID" 2>/dev/null; record signal "stopped" 0;
+      status=1; finish' TERM INT
+
 [ -x "$KIT/bin/core_gpu_smoke" ] && [ -f "$KIT/mpi/env.sh" ] ||
   { say "FAIL: no kit in $KIT (run scripts/gpu-check.sh --prepare first)"; rm -rf "$WORK"; exit 1; }
 GPU=""
+# the driver's own folder, where images mount it (its nvidia-smi, and libcuda for kit_env)
+[ -d /usr/local/nvidia/bin ] && case ":$PATH:" in *:/usr/local/nvidia/bin:*) ;; *) PATH=$PATH:/usr/local/nvidia/bin ;; esac
 if [ $DRY = 0 ]; then
   if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi >"$WORK/nvidia-smi.txt" 2>&1; then
     say "SKIPPED: no usable NVIDIA driver (nvidia-smi missing or failing): nothing to check"
@@ -494,7 +517,16 @@ for f in "$HOST_LIB"/*; do
   fi
 done
 LIBPATH=$LIBPATH${CUDA_DIRS:+:$CUDA_DIRS}${EXTRA_DIRS:+:$EXTRA_DIRS}
-export LD_LIBRARY_PATH=$LIBPATH${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# The machine's own path last (the driver's libcuda may be found only through it, or in the
+# driver's mounted folder), so that kit_env's programs, which inherit nothing else, see it.
+# PyTorch runs with the machine's path alone (ORIG_LD): its wheels bring their own CUDA
+# libraries, which the toolkit's of another minor version would shadow.
+ORIG_LD=${LD_LIBRARY_PATH-}
+for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+  [ -e "$d/libcuda.so.1" ] && ! sys_lib libcuda.so.1 >/dev/null && case ":$ORIG_LD:" in *":$d:"*) ;; *) LIBPATH=$LIBPATH:$d ;; esac
+done
+LIBPATH=$LIBPATH${ORIG_LD:+:$ORIG_LD}
+export LD_LIBRARY_PATH=$LIBPATH ORIG_LD
 BIN=$KIT/bin
 
 # kit_env CMD...: CMD in an environment of the kit alone: no inherited MPI variables, paths
@@ -720,7 +752,8 @@ PY
   sed -n '/^kernel times/,/^  step /p' "$d/kernels-train_gpt.out" >"$WORK/kernels-train_gpt.txt"
   pt() {  # pt PRECISION [--compile|--profile N]: PyTorch's line as JSON
     local out
-    out=$(${PT_TIMEOUT:+timeout "$PT_TIMEOUT"} python3 "$KIT/py/reference_gpt.py" --bench --model gpt2-124m \
+    out=$(${PT_TIMEOUT:+timeout -k 5 "$PT_TIMEOUT"} env LD_LIBRARY_PATH="$ORIG_LD" python3 "$KIT/py/reference_gpt.py" \
+          --bench --model gpt2-124m \
           --batch "$B" --device cuda --sdpa --steps 10 --data "$KIT/data/corpus.txt" --precision "$@" 2>&1) ||
       { echo "$out" | tail -5; return 1; }
     case " $* " in *" --profile "*) echo "$out" | grep '^pytorch kernel times' -A 40 >"$WORK/kernels-pytorch.txt" ;; esac
@@ -735,9 +768,11 @@ print(json.dumps({"impl": "PyTorch " + l.split()[1] + (" compiled" if "compile=y
   }
   pt fp32 || rc=1
   pt bf16 --profile 3 || rc=1  # then 3 steps under torch.profiler: its kernel times
-  # torch.compile's warm-up is long: at most 80 s, and its failure is reported, not the stage's
-  if [ "$(left)" -gt 150 ]; then PT_TIMEOUT=80 pt bf16 --compile || echo "torch.compile: failed or over 80 s"
-  else echo "torch.compile: not run (less than 150 s of the budget left)"; fi
+  # torch.compile's warm-up is long: at most 80 s, and its failure is reported, not the stage's;
+  # only where the budget keeps 150 s and the stage 90 s (its cap must not cut the compile off)
+  if [ "$(left)" -gt 150 ] && [ $((${STAGE_END:-0} - $(date +%s))) -gt 90 ]; then
+    PT_TIMEOUT=80 pt bf16 --compile || echo "torch.compile: failed or over 80 s"
+  else echo "torch.compile: not run (less than 150 s of the budget or 90 s of the stage left)"; fi
   return $rc
 }
 
@@ -799,14 +834,14 @@ if [ $gpu_ok = 0 ] ||
    ! gpu_stage smoke-roundtrip 60 "$BIN/core_cuda_throughput" --mib 1; then
   say "smoke failed: later stages skipped"
 else
-  # 2 correctness, 3 device-resident collectives, 4 throughput.
-  gpu_stage correctness 150 "$BIN/core_test_cuda" --durations yes
+  # the trainer's stages, 2 correctness, 3 device-resident collectives, 4 throughput.
   gpu_stage trainer-kernels 30 "$BIN/model_test_cuda_portable_kernels"
   gpu_stage trainer-model 60 "$BIN/model_test_cuda_model" "$KIT/data"
   mpi_stage trainer-cuda 120 train_gpt trainer_cuda
   export -f left
   export START BUDGET_S
   mpi_stage trainer-throughput 180 train_gpt trainer_throughput
+  gpu_stage correctness 150 "$BIN/core_test_cuda" --durations yes
   mpi_stage device-collectives 90 comm_test_device_transports device_collectives
   mpi_stage nccl 60 comm_test_nccl nccl_check
   mpi_stage device-timing 60 hcomm-collective device_timing

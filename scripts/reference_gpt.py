@@ -25,6 +25,7 @@ proj_b ln2_w ln2_b fc_w fc_b fcp_w fcp_b} x L lnf_w lnf_b lm_w(neox).
 import argparse
 import math
 import os
+import statistics
 import struct
 import time
 
@@ -143,13 +144,16 @@ def lr_at(cfg, step):
     return min_lr + 0.5 * (cfg["lr"] - min_lr) * (1.0 + math.cos(math.pi * r))
 
 
-def make_optimizer(model, cfg):
+def make_optimizer(model, cfg, fused=False):
+    """AdamW as train_gpt's: one tensor at a time (the debug states), or PyTorch's fused CUDA
+    kernel (fused=True: what a PyTorch user trains with on a GPU, for --bench there)."""
     ps = model.canonical()
     decay = [p for p in ps if p.dim() >= 2]
     no_decay = [p for p in ps if p.dim() < 2]
+    how = {"fused": True} if fused else {"foreach": False}  # (older PyTorch: no `fused` argument)
     return torch.optim.AdamW([{"params": decay, "weight_decay": cfg["wd"]},
                               {"params": no_decay, "weight_decay": 0.0}],
-                             lr=cfg["lr"], betas=(cfg["beta1"], cfg["beta2"]), eps=cfg["eps"], foreach=False)
+                             lr=cfg["lr"], betas=(cfg["beta1"], cfg["beta2"]), eps=cfg["eps"], **how)
 
 
 def train_step(model, opt, cfg, step, x, y, autocast=None):
@@ -264,7 +268,7 @@ def bench(args):
             if p.dim() >= 2:
                 p.normal_(0.0, 0.02)
     model.to(dev)
-    opt = make_optimizer(model, cfg)
+    opt = make_optimizer(model, cfg, fused=dev.type == "cuda")
     fwd = torch.compile(model) if args.compile else model
     # bf16: autocast (bf16 GEMMs and attention, fp32 master weights and optimizer), as a user
     # of PyTorch trains in bf16
@@ -285,7 +289,7 @@ def bench(args):
         t0 = time.perf_counter()
         loss = train_step(fwd, opt, cfg, s, x, y, autocast)  # .item(): the step is done on return
         times.append(time.perf_counter() - t0)
-    steady = sorted(times[2:])[len(times[2:]) // 2] if len(times) > 3 else times[-1]
+    steady = statistics.median(times[2:]) if len(times) > 3 else times[-1]  # as gpu-check's train_gpt rows
     where = f"threads={args.threads}" if dev.type == "cpu" else f"device={torch.cuda.get_device_name(dev)}"
     if dev.type == "cpu":
         print(f"reference_gpt: {openblas_core.describe()}")

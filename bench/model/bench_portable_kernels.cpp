@@ -26,10 +26,11 @@ std::vector<float> randn(std::size_t n, unsigned seed) {
 }
 struct ln_data {
   int N, C;
-  std::vector<float> x, w, b, dout, out, mean, rstd, dx, dw, db;
+  std::vector<float> x, w, b, dout, out, mean, rstd, dx, dw, db, partial;
   ln_data(int n, int c)
       : N(n), C(c), x(randn(std::size_t(n) * c, 1)), w(randn(c, 2)), b(randn(c, 3)), dout(randn(x.size(), 4)),
-        out(x.size()), mean(n), rstd(n), dx(x.size()), dw(c), db(c) {}
+        out(x.size()), mean(n), rstd(n), dx(x.size()), dw(c), db(c),
+        partial(gpt::portable::column_chunks(std::size_t(n)) * 2 * std::size_t(c)) {}
 };
 // (N, C): bert-small / small-256 (16 x 128 rows, C 256), gpt2-124m at B 1 (1024 rows, C 768)
 void shapes(benchmark::internal::Benchmark* b) { b->Args({2048, 256})->Args({1024, 768}); }
@@ -53,8 +54,8 @@ void BM_layernorm_fwd_bwd_portable(benchmark::State& st) {
                                                           d.w.data(), d.b.data(), d.C});
     ex.launch(d.N, team, gpt::portable::layernorm_backward_input{d.dx.data(), d.dout.data(), d.x.data(), d.w.data(),
                                                                  d.mean.data(), d.rstd.data(), d.C});
-    ex.for_each(d.C, gpt::portable::layernorm_backward_params{d.dw.data(), d.db.data(), d.dout.data(), d.x.data(),
-                                                              d.mean.data(), d.rstd.data(), d.N, d.C});
+    gpt::portable::layernorm_backward_params(ex, d.partial.data(), d.dw.data(), d.db.data(), d.dout.data(), d.x.data(),
+                                             d.mean.data(), d.rstd.data(), d.N, d.C);
     benchmark::ClobberMemory();
   }
   st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations()) * d.N * d.C * 4 * 6);

@@ -16,7 +16,8 @@
 // bf16 (use_bf16): A and B are converted to bfloat16 (nearest, ties to even: the flat kernel
 // portable::to_bf16, which host-check runs in CI) into scratch on the stream, then
 // cublasGemmEx multiplies them on tensor cores with fp32 accumulation and fp32 C: what
-// gemm_host.hpp's bf16 mode computes on the host, up to the order of the sums.
+// gemm_host.hpp's bf16 mode computes on the host, up to the order of the sums. same_a, as
+// there: A is the previous call's A (pointer, extent, values), so its conversion is reused.
 // Epilogues (gemm_epilogue.hpp; on unless cublas_options::epilogues is false, i.e.
 // --gemm-epilogues off): bias, bias + GELU (keeping GELU's input) and GELU's gradient fused
 // into the GEMM by cublasLtMatmul, same operand types and math as above. The algorithm for
@@ -24,9 +25,10 @@
 // with its descriptors; a shape it has none for (GELU's leading dimension must divide by 8;
 // bias and aux must be 16-byte aligned) is left to portable_ops' own kernels and counted
 // (fusion_counts()).
-// cuBLAS gives the same bits on every run on one GPU model and toolkit, which --deterministic
-// relies on; so does cuBLASLt with a fixed algorithm and workspace, and which GEMMs fuse
-// depends only on shapes and buffer offsets, the same in every run of one configuration.
+// cuBLAS gives the same bits on every run on one GPU model and toolkit, which bitwise resume
+// and the parallel equalities rely on (so there is no --deterministic switch: README); so does
+// cuBLASLt with a fixed algorithm and workspace, and which GEMMs fuse depends only on shapes
+// and buffer offsets, the same in every run of one configuration.
 #pragma once
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -77,6 +79,7 @@ struct cublas_gemm {
     s_->bf16 = true;
     cublas_check(cublasSetMathMode(h_.get(), CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
   }
+  bool bf16_mode() const { return s_ && s_->bf16; }
   // Room for A and B operands of up to a and b elements now (bf16), so that no step allocates
   // device memory (the model reserves while its own buffers are made: a failure there stops
   // every rank cleanly).
@@ -103,7 +106,7 @@ struct cublas_gemm {
     need_handle();
     if (!s_->lt || M == 0 || N == 0 || K == 0) return false;
     if ((e != gemm_epilogue::bias && !aux) || (e == gemm_epilogue::bias && !bias)) return false;
-    if (align(bias) < 16 || align(aux) < 16) {
+    if (align(bias) < 16 || align(aux) < 16 || (e != gemm_epilogue::bias && ldc % 8 != 0)) {
       ++s_->unfused;
       return false;
     }
@@ -119,7 +122,7 @@ struct cublas_gemm {
     const void* a = A;
     const void* b = B;
     if (s_->bf16) {
-      a = converted(s_->a, A, operand_span(trans_a ? K : M, trans_a ? M : K, lda));
+      a = converted_a(A, operand_span(trans_a ? K : M, trans_a ? M : K, lda), false);
       b = converted(s_->b, B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb));
     }
     const lt_call& d = p.d;
@@ -140,7 +143,7 @@ struct cublas_gemm {
 
   void operator()(bool trans_a, bool trans_b, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha,
                   const float* A, std::ptrdiff_t lda, const float* B, std::ptrdiff_t ldb, float beta, float* C,
-                  std::ptrdiff_t ldc) const {
+                  std::ptrdiff_t ldc, bool same_a = false) const {
     need_handle();
     if (M == 0 || N == 0) return;
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -151,7 +154,7 @@ struct cublas_gemm {
                    "sgemm");
       return;
     }
-    const hcomm::bf16* a = converted(s_->a, A, operand_span(trans_a ? K : M, trans_a ? M : K, lda));
+    const hcomm::bf16* a = converted_a(A, operand_span(trans_a ? K : M, trans_a ? M : K, lda), same_a);
     const hcomm::bf16* b = converted(s_->b, B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb));
     cublas_check(cublasGemmEx(h_.get(), op_b, op_a, n, m, k, &alpha, b, CUDA_R_16BF, static_cast<int>(ldb), a,
                               CUDA_R_16BF, static_cast<int>(lda), &beta, C, CUDA_R_32F, static_cast<int>(ldc),
@@ -192,6 +195,8 @@ struct cublas_gemm {
     cublas_options opt;
     bool bf16 = false;
     device_array<hcomm::bf16, hcomm::exec::cuda> a, b;
+    const float* a_of = nullptr;  // the operand `a` holds the conversion of, and its extent
+    std::size_t a_span = 0;
     std::shared_ptr<cublasLtContext> lt;
     device_array<std::byte, hcomm::exec::cuda> workspace;
     std::map<plan_key, plan> plans;
@@ -289,6 +294,14 @@ struct cublas_gemm {
       it->second.algo = r.algo;
     }
     return it->second;
+  }
+  // A's conversion: the one `a` holds where the caller says A is the previous call's (same_a)
+  // and pointer and extent agree, else a fresh one (stream order makes the reuse safe).
+  const hcomm::bf16* converted_a(const float* x, std::size_t n, bool same_a) const {
+    if (same_a && s_->a_of == x && s_->a_span == n) return s_->a.data();
+    s_->a_of = x;
+    s_->a_span = n;
+    return converted(s_->a, x, n);
   }
   const hcomm::bf16* converted(device_array<hcomm::bf16, hcomm::exec::cuda>& to, const float* x, std::size_t n) const {
     if (to.size() < n) to = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, n);

@@ -10,6 +10,9 @@
 // the product, so the result is what a tensor-core GEMM with bf16 inputs and fp32
 // accumulation computes (gemm_cublas.hpp's bf16 mode), up to the order of the sums. The
 // operands that are bf16 values already (the weights of a bf16 run) are unchanged by it.
+// same_a: the caller says A is the previous call's A, pointer, extent and values (a layer's
+// output gradient, which both of its backward GEMMs read), so its rounding is reused; a
+// different pointer or extent rounds it afresh.
 #pragma once
 #include <cblas.h>
 
@@ -31,18 +34,20 @@ struct host_gemm {
   static constexpr const char* name = "OpenBLAS sgemm";
   bool bf16 = false;  // round A and B to bfloat16 first (see above)
   void use_bf16() { bf16 = true; }
+  bool bf16_mode() const { return bf16; }
   // Room for A and B operands of up to a and b elements now (bf16), so that no step allocates.
   void reserve(std::size_t a, std::size_t b) const {
     if (!bf16) return;
-    if ((*scratch_)[0].size() < a) (*scratch_)[0].resize(a);
-    if ((*scratch_)[1].size() < b) (*scratch_)[1].resize(b);
+    if (scratch_->op[0].size() < a) scratch_->op[0].resize(a);
+    if (scratch_->op[1].size() < b) scratch_->op[1].resize(b);
   }
 
   void operator()(bool trans_a, bool trans_b, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha,
                   const float* A, std::ptrdiff_t lda, const float* B, std::ptrdiff_t ldb, float beta, float* C,
-                  std::ptrdiff_t ldc) const {
+                  std::ptrdiff_t ldc, bool same_a = false) const {
     if (bf16) {
-      A = rounded(0, A, operand_span(trans_a ? K : M, trans_a ? M : K, lda));
+      const std::size_t na = operand_span(trans_a ? K : M, trans_a ? M : K, lda);
+      A = same_a && scratch_->a_of == A && scratch_->a_span == na ? scratch_->op[0].data() : rounded(0, A, na);
       B = rounded(1, B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb));
     }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
@@ -51,13 +56,23 @@ struct host_gemm {
   }
 
  private:
-  // The two rounded operands, grown as needed (shared by copies; one thread at a time).
-  std::shared_ptr<std::array<std::vector<float>, 2>> scratch_ = std::make_shared<std::array<std::vector<float>, 2>>();
+  // The two rounded operands, grown as needed, and which A (pointer, extent) op[0] holds
+  // (shared by copies; one thread at a time).
+  struct scratch {
+    std::array<std::vector<float>, 2> op;
+    const float* a_of = nullptr;
+    std::size_t a_span = 0;
+  };
+  std::shared_ptr<scratch> scratch_ = std::make_shared<scratch>();
 
   const float* rounded(int which, const float* x, std::size_t n) const {
-    std::vector<float>& r = (*scratch_)[static_cast<std::size_t>(which)];
+    std::vector<float>& r = scratch_->op[static_cast<std::size_t>(which)];
     if (r.size() < n) r.resize(n);
     for (std::size_t i = 0; i < n; ++i) r[i] = hcomm::round_to_bf16(x[i]);
+    if (which == 0) {
+      scratch_->a_of = x;
+      scratch_->a_span = n;
+    }
     return r.data();
   }
 };

@@ -110,16 +110,16 @@ struct cpu_ops {
   }
   void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC) const {
     const auto timed = tick("gemm_fwd");
-    if (!gemm_.bf16) return k::matmul_forward(out, x, W, bias, N, C, OC);
+    if (!gemm_.bf16_mode()) return k::matmul_forward(out, x, W, bias, N, C, OC);
     gemm_(false, true, N, OC, C, 1.f, x, C, W, C, 0.f, out, OC);
     if (bias) k::add_bias_rows(out, bias, N, OC);
   }
   void matmul_backward(float* dx, float* dW, float* dbias, const float* dout, const float* x, const float* W, idx N,
                        idx C, idx OC, bool accumulate_dx) const {
     const auto timed = tick("gemm_bwd");
-    if (!gemm_.bf16) return k::matmul_backward(dx, dW, dbias, dout, x, W, N, C, OC, accumulate_dx);
+    if (!gemm_.bf16_mode()) return k::matmul_backward(dx, dW, dbias, dout, x, W, N, C, OC, accumulate_dx);
     if (dx) gemm_(false, false, N, C, OC, 1.f, dout, OC, W, C, accumulate_dx ? 1.f : 0.f, dx, C);
-    gemm_(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C);
+    gemm_(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C, dx != nullptr);  // dout rounded once
     if (dbias) k::column_sums_add(dbias, dout, N, OC);
   }
   // The MLP's layers around its gelu, as two kernels here (ops_portable.hpp fuses them where
@@ -150,7 +150,7 @@ struct cpu_ops {
   }
   void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd, bool causal) const {
     const auto timed = tick("attention_fwd");
-    k::attention_forward(out, att, qkv, B, T, nh, hd, causal, gemm_.bf16);
+    k::attention_forward(out, att, qkv, B, T, nh, hd, causal, gemm_.bf16_mode());
   }
   // What attention keeps per sequence and head for backward (the probabilities), and the
   // backward's scratch: T * T floats each.
@@ -159,7 +159,7 @@ struct cpu_ops {
   void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, float* att,
                           const float* /*out*/, idx B, idx T, idx nh, idx hd, bool causal) const {
     const auto timed = tick("attention_bwd");
-    k::attention_backward(dqkv, scratch, dout, qkv, att, B, T, nh, hd, causal, gemm_.bf16);
+    k::attention_backward(dqkv, scratch, dout, qkv, att, B, T, nh, hd, causal, gemm_.bf16_mode());
   }
   void residual_forward(float* out, const float* a, const float* b, idx n) const {
     const auto timed = tick("residual");

@@ -65,7 +65,6 @@ struct portable_ops {
   using array = device_array<T, Exec>;
   Exec ex{};
   Gemm gemm{};
-  bool bf16_attention = false;  // attention_bf16.hpp's kernels (bf16_gemms)
 
   portable_ops() = default;
   portable_ops(Exec e, Gemm g = {}) : ex(std::move(e)), gemm(std::move(g)) {}
@@ -89,7 +88,6 @@ struct portable_ops {
   void bf16_gemms(std::size_t max_a, std::size_t max_b) {
     gemm.use_bf16();
     gemm.reserve(max_a, max_b);
-    bf16_attention = true;
   }
   // The GEMM library's own memory for fused epilogues (gemm_epilogue.hpp), made with the model.
   void reserve_gemm_workspace() {
@@ -170,7 +168,8 @@ struct portable_ops {
                           const float* mean, const float* rstd, idx N, idx C) const {
     const auto timed = tick("layernorm_bwd");
     ex.launch(z(N), row_team, portable::layernorm_backward_input{dx, dout, x, w, mean, rstd, i32(C)});
-    ex.for_each(z(C), portable::layernorm_backward_params{dw, db, dout, x, mean, rstd, i32(N), i32(C)});
+    portable::layernorm_backward_params(ex, column_scratch(portable::column_chunks(z(N)) * 2 * z(C)), dw, db, dout,
+                                        x, mean, rstd, z(N), i32(C));
   }
   // out[N,OC] = x[N,C] W[OC,C]^T + bias
   void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC) const {
@@ -198,7 +197,7 @@ struct portable_ops {
     {
       const auto timed = tick("gemm_bwd");
       if (dx) gemm(false, false, N, C, OC, 1.f, dout, OC, W, C, accumulate_dx ? 1.f : 0.f, dx, C);
-      weight_gradient(dW, dout, x, N, C, OC);
+      weight_gradient(dW, dout, x, N, C, OC, dx != nullptr);
     }
     if (dbias) column_sums_add(dbias, dout, N, OC);
   }
@@ -214,7 +213,7 @@ struct portable_ops {
     {
       const auto timed = tick("gemm_bwd");
       fuse(gemm_epilogue::dgelu, false, false, N, C, OC, dout, OC, W, C, dh, C, nullptr, h);
-      weight_gradient(dW, dout, g, N, C, OC);
+      weight_gradient(dW, dout, g, N, C, OC, true);
     }
     if (dbias) column_sums_add(dbias, dout, N, OC);
   }
@@ -236,7 +235,7 @@ struct portable_ops {
   void attention_forward(float* out, float* att, const float* qkv, idx B, idx T, idx nh, idx hd, bool causal) const {
     check_attention(T, hd);
     const auto timed = tick("attention_fwd");
-    if (bf16_attention) {
+    if (gemm.bf16_mode()) {
       const portable::attention_bf16_forward k{out, att, qkv, i32(B), i32(T), i32(nh), i32(hd), causal};
       ex.launch(k.league(), attention_bf16_team, k);
       return;
@@ -256,7 +255,7 @@ struct portable_ops {
     float* D = att + B * nh * T;
     ex.for_each(z(B * nh * T), portable::attention_backward_rowdot{D, dout, out, i32(B), i32(T), i32(nh), i32(hd)});
     const portable::attention_detail::problem p{dqkv, dout, qkv, lse, D, i32(B), i32(T), i32(nh), i32(hd), causal};
-    if (bf16_attention) {
+    if (gemm.bf16_mode()) {
       const portable::attention_bf16_backward_dkdv kv{p};
       const portable::attention_bf16_backward_dq q{p};
       ex.launch(kv.league(), attention_bf16_team, kv);
@@ -282,7 +281,7 @@ struct portable_ops {
   }
   void column_sums_add(float* acc, const float* d, idx N, idx C) const {
     const auto timed = tick("bias_bwd");
-    ex.for_each(z(C), portable::column_sums_add{acc, d, z(N), i32(C)});
+    portable::column_sums_add(ex, column_scratch(portable::column_chunks(z(N)) * z(C)), acc, d, z(N), i32(C));
   }
   void round_bf16(float* x, idx n) const {
     const auto timed = tick("round_bf16");
@@ -332,14 +331,21 @@ struct portable_ops {
   struct scratch {
     array<double> partial, total;
     array<std::int32_t> starts, rows;
+    array<float> columns;  // the column sums' chunk sums (portable/elementwise.hpp)
   };
   std::shared_ptr<scratch> scratch_ = std::make_shared<scratch>();
   kernel_clock_slot<Clock> clock_;  // --kernel-times
 
   typename Clock::scope tick(const char* name) const { return clock_.tick(name); }
+  // Room for n floats of column sums' first pass.
+  float* column_scratch(std::size_t n) const {
+    if (scratch_->columns.size() < n) scratch_->columns = make_array<float>(n);
+    return scratch_->columns.data();
+  }
   // dW[OC,C] += dout[N,OC]^T x[N,C]: a linear layer's weight gradient (the caller times it).
-  void weight_gradient(float* dW, const float* dout, const float* x, idx N, idx C, idx OC) const {
-    gemm(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C);
+  // same_dout: the GEMM just before read dout as its A too (bf16: its conversion is reused).
+  void weight_gradient(float* dW, const float* dout, const float* x, idx N, idx C, idx OC, bool same_dout) const {
+    gemm(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C, same_dout);
   }
   // A GEMM with an epilogue fused by the GEMM library (gemm_epilogue.hpp), if it takes this one.
   bool can_fuse(gemm_epilogue e, bool ta, bool tb, idx M, idx N, idx K, const float* A, idx lda, const float* B,

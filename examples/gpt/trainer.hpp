@@ -174,6 +174,10 @@ class trainer {
       if (!bucketed_)
         hcomm::fail(hcomm::errc::unsupported, "--overlap on: sparse runs and error-feedback schemes reduce one bucket after backward");
       worker_ = std::make_unique<comm_worker>();
+      // its first task: the DP stream's GPU as the thread's current device (CUDA's is per
+      // thread; the main thread's cudaSetDevice does not reach it)
+      if constexpr (requires { comm_.dp().executor().make_current(); })
+        worker_->submit([ex = comm_.dp().executor()] { ex.make_current(); });
     }
   }
 

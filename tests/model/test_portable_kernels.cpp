@@ -42,9 +42,12 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want, 
 }
 }  // namespace
 
-// C 200: not a multiple of the team size (tails), rows of mean 3 (a cancellation to get right)
+// C 200: not a multiple of the team size (tails), rows of mean 3 (a cancellation to get right);
+// N 37 (the parameter gradients' sums in one chunk: kernels.hpp's bits) and 600 (three)
 TEST_CASE("portable layernorm: host-check = host, and kernels.hpp's to rounding", "[model][portable]") {
-  const int N = 37, C = 200;
+  for (const int N : {37, 600}) {
+  INFO("N " << N);
+  const int C = 200;
   const auto x = randn(static_cast<std::size_t>(N) * C, 1, 2.f, 3.f), w = randn(C, 2, 0.5f, 1.f),
              b = randn(C, 3), dout = randn(x.size(), 4);
   std::vector<float> out0(x.size()), mean0(N), rstd0(N), dx0(x.size(), 0.25f), dw0(C, 0.5f), db0(C, -0.5f);
@@ -62,8 +65,9 @@ TEST_CASE("portable layernorm: host-check = host, and kernels.hpp's to rounding"
     ex.launch(N, team, gpt::portable::layernorm_forward{out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), C});
     ex.launch(N, team, gpt::portable::layernorm_backward_input{dx.data(), dout.data(), x.data(), w.data(), mean.data(),
                                                                rstd.data(), C});
-    ex.for_each(C, gpt::portable::layernorm_backward_params{dw.data(), db.data(), dout.data(), x.data(), mean.data(),
-                                                            rstd.data(), N, C});
+    std::vector<float> partial(gpt::portable::column_chunks(N) * 2 * C);
+    gpt::portable::layernorm_backward_params(ex, partial.data(), dw.data(), db.data(), dout.data(), x.data(),
+                                             mean.data(), rstd.data(), N, C);
   };
   for (int team : {32, 128, 256}) {
     INFO("team " << team);
@@ -83,7 +87,47 @@ TEST_CASE("portable layernorm: host-check = host, and kernels.hpp's to rounding"
     check_close(r1, rstd0, 1e-5f, 1e-6f);
     check_close(dx1, dx0, 1e-4f, 1e-5f);
     check_close(dw1, dw0, 1e-4f, 1e-4f);
-    check_close(db1, db0, 0.f, 0.f);  // the same sums in the same order
+    if (N <= static_cast<int>(gpt::portable::column_chunk)) check_close(db1, db0, 0.f, 0.f);  // the same sums, in order
+    else check_close(db1, db0, 1e-5f, 1e-5f);
+  }
+  }
+}
+
+// Column sums (bias gradients) in two passes: chunk sums in order, then the chunks in order.
+TEST_CASE("portable column sums: two fixed-order passes, the serial loop's bits in one chunk", "[model][portable]") {
+  const int C = 37;
+  for (const std::size_t N : {std::size_t{200}, std::size_t{256}, std::size_t{1000}}) {
+    INFO("N " << N);
+    const auto d = randn(N * C, 11, 1.f, 0.5f);
+    const std::size_t k = gpt::portable::column_chunks(N);
+    CHECK(k == (N + 255) / 256);
+    // the definition, in plain loops: each chunk's rows in order, then the chunks in order
+    std::vector<float> want(C, 0.25f), serial(C, 0.25f);
+    std::vector<double> exact(C, 0.25);
+    for (int c = 0; c < C; ++c) {
+      float total = 0.f, s = 0.f;
+      for (std::size_t q = 0; q < k; ++q) {
+        float part = 0.f;
+        for (std::size_t n = q * 256; n < std::min(N, (q + 1) * 256); ++n) part += d[n * C + c];
+        total += part;
+      }
+      for (std::size_t n = 0; n < N; ++n) {
+        s += d[n * C + c];
+        exact[c] += d[n * C + c];
+      }
+      want[c] += total;
+      serial[c] += s;
+    }
+    auto run = [&](const auto& ex) {
+      std::vector<float> acc(C, 0.25f), partial(k * C);
+      gpt::portable::column_sums_add(ex, partial.data(), acc.data(), d.data(), N, C);
+      return acc;
+    };
+    const std::vector<float> host = run(hcomm::exec::host{});
+    CHECK(host == want);
+    CHECK(run(hcomm::exec::host_check{.seed = 3}) == host);
+    if (k == 1) CHECK(host == serial);
+    for (int c = 0; c < C; ++c) CHECK(std::abs(host[c] - exact[c]) <= 1e-5 * (1.0 + std::abs(exact[c])));
   }
 }
 

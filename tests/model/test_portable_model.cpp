@@ -5,6 +5,7 @@
 // (ops_cpu.hpp) to float rounding, for GPT-2, NeoX (rotary), BERT post-LN and pre-LN, and bf16;
 // bf16 GEMMs round their operands on both backends.
 #include <catch2/catch.hpp>
+#include <algorithm>
 
 #include <cmath>
 #include <cstdint>
@@ -205,6 +206,20 @@ TEST_CASE("bf16 GEMMs take bfloat16 operands on every host backend", "[model][po
   gpt::host_gemm{}(false, true, N, OC, C, 1.f, x.data(), C, W.data(), C, 0.f, fp32.data(), OC);
   CHECK(got == ref);
   CHECK(got != fp32);
+  {  // same_a: A's rounding is reused for the same pointer and extent, and only then
+    std::vector<float> x2 = x, again(N * OC), fresh(N * OC);
+    for (float& v : x2) v *= 3.f;  // another pointer, other values
+    g(false, true, N, OC, C, 1.f, x2.data(), C, W.data(), C, 0.f, fresh.data(), OC, true);
+    CHECK(fresh != got);
+    std::copy(x.begin(), x.end(), x2.begin());  // x's values behind the rounded pointer: a reuse does not see them
+    g(false, true, N, OC, C, 1.f, x2.data(), C, W.data(), C, 0.f, again.data(), OC, true);
+    CHECK(again == fresh);
+    g(false, true, N - 1, OC, C, 1.f, x2.data(), C, W.data(), C, 0.f, again.data(), OC, true);
+    std::vector<float> shorter(N * OC);  // another extent: rounded anew, x's product
+    gpt::host_gemm{}(false, true, N - 1, OC, C, 1.f, xr.data(), C, Wr.data(), C, 0.f, shorter.data(), OC);
+    CHECK(std::equal(again.begin(), again.begin() + (N - 1) * OC, shorter.begin()));
+    CHECK(!std::equal(again.begin(), again.begin() + (N - 1) * OC, fresh.begin()));
+  }
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t o = 0; o < OC; ++o) ref[n * OC + o] += bias[o];
 

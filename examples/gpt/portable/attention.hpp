@@ -21,6 +21,9 @@
 // Layout as kernels.hpp's attention: qkv[B*T, 3*nh*hd] (q | k | v, heads of hd inside each),
 // out and dout [B*T, nh*hd], dqkv [B*T, 3*nh*hd] (overwritten), lse and D [B*nh*T]. hd at
 // most 128.
+// Scratch: the tiles that a warp reads down a column (K and V rows, by consecutive keys; the
+// score rows, by consecutive queries) have rows one float longer than their data, so that
+// the 32 lanes fall in 32 different shared-memory banks instead of one.
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -45,8 +48,8 @@ struct attention_forward {
   std::size_t scratch_bytes(int) const {
     using hcomm::exec::scratch_for;
     const std::size_t h = static_cast<std::size_t>(hd);
-    return scratch_for<float>(bq * h) * 2 + scratch_for<float>(bk * h) * 2 + scratch_for<float>(bq * bk) +
-           scratch_for<float>(bq) * 3;
+    return scratch_for<float>(bq * h) * 2 + scratch_for<float>(bk * (h + 1)) + scratch_for<float>(bk * h) +
+           scratch_for<float>(bq * (bk + 1)) + scratch_for<float>(bq) * 3;
   }
 
   template <class Team>
@@ -56,13 +59,14 @@ struct attention_forward {
     const int h = static_cast<int>((r / blocks()) % static_cast<std::size_t>(nh));
     const int b = static_cast<int>(r / blocks() / static_cast<std::size_t>(nh));
     const int Cl = nh * hd, ld = 3 * Cl, q0 = qb * bq, nthreads = team.size();
+    const int lk = hd + 1, ls = bk + 1;  // K's and S's padded rows
     const float scale = 1.f / std::sqrt(static_cast<float>(hd));
     const std::size_t seq = static_cast<std::size_t>(b) * static_cast<std::size_t>(T);
     auto Q = team.template shared<float>(static_cast<std::size_t>(bq * hd), "Q");
     auto O = team.template shared<float>(static_cast<std::size_t>(bq * hd), "O");
-    auto K = team.template shared<float>(static_cast<std::size_t>(bk * hd), "K");
+    auto K = team.template shared<float>(static_cast<std::size_t>(bk * lk), "K");
     auto V = team.template shared<float>(static_cast<std::size_t>(bk * hd), "V");
-    auto S = team.template shared<float>(static_cast<std::size_t>(bq * bk), "S");
+    auto S = team.template shared<float>(static_cast<std::size_t>(bq * ls), "S");
     auto M = team.template shared<float>(bq, "row max");
     auto L = team.template shared<float>(bq, "row sum");
     auto F = team.template shared<float>(bq, "rescale");
@@ -85,7 +89,7 @@ struct attention_forward {
         for (int e = t; e < bk * hd; e += nthreads) {
           const int j = e / hd, d = e % hd, key = k0 + j;
           const bool in = key < T;
-          K[e] = in ? qkv[(seq + key) * ld + Cl + h * hd + d] : 0.f;
+          K[j * lk + d] = in ? qkv[(seq + key) * ld + Cl + h * hd + d] : 0.f;
           V[e] = in ? qkv[(seq + key) * ld + 2 * Cl + h * hd + d] : 0.f;
         }
       });
@@ -95,22 +99,22 @@ struct attention_forward {
           float s = -INFINITY;
           if (key < T && (!causal || key <= q0 + i)) {
             s = 0.f;
-            for (int d = 0; d < hd; ++d) s += Q[i * hd + d] * K[j * hd + d];
+            for (int d = 0; d < hd; ++d) s += Q[i * hd + d] * K[j * lk + d];
             s *= scale;
           }
-          S[e] = s;
+          S[i * ls + j] = s;
         }
       });
       team.for_threads([&](int t) {  // online softmax, a thread per query row
         if (t >= bq) return;
         float m = M[t];
-        for (int j = 0; j < bk; ++j) m = S[t * bk + j] > m ? S[t * bk + j] : m;
+        for (int j = 0; j < bk; ++j) m = S[t * ls + j] > m ? S[t * ls + j] : m;
         // a row that saw no key yet (padding past T, or none visible): keep zeros
         const float f = m == -INFINITY ? 1.f : std::exp(M[t] - m);
         float l = L[t] * f;
         for (int j = 0; j < bk; ++j) {
-          const float p = m == -INFINITY ? 0.f : std::exp(S[t * bk + j] - m);
-          S[t * bk + j] = p;
+          const float p = m == -INFINITY ? 0.f : std::exp(S[t * ls + j] - m);
+          S[t * ls + j] = p;
           l += p;
         }
         M[t] = m;
@@ -121,7 +125,7 @@ struct attention_forward {
         for (int e = t; e < bq * hd; e += nthreads) {
           const int i = e / hd, d = e % hd;
           float acc = O[e] * F[i];
-          for (int j = 0; j < bk; ++j) acc += S[i * bk + j] * V[j * hd + d];
+          for (int j = 0; j < bk; ++j) acc += S[i * ls + j] * V[j * hd + d];
           O[e] = acc;
         }
       });
@@ -169,15 +173,16 @@ struct problem {
   HCOMM_HOST_DEVICE std::size_t tiles(int n) const { return static_cast<std::size_t>((T + n - 1) / n); }
   HCOMM_HOST_DEVICE int ld() const { return 3 * nh * hd; }
   HCOMM_HOST_DEVICE int cl() const { return nh * hd; }
+  HCOMM_HOST_DEVICE int lk() const { return hd + 1; }  // K's and V's padded rows in scratch
 };
 
 // P and dS of query tile q0 x key tile k0 into Ps, dSs [bq*bk], from the tiles in scratch:
-// Q, dO [bq*hd], K, V [bk*hd], LSE, DD [bq] (one phase).
+// Q, dO [bq*hd], K, V [bk*lk], LSE, DD [bq] (one phase).
 template <class Team, class View>
 HCOMM_HOST_DEVICE void probabilities(Team& team, const problem& p, int q0, int k0, const View& Q, const View& dO,
                                      const View& K, const View& V, const View& LSE, const View& DD, const View& Ps,
                                      const View& dSs) {
-  const int hd = p.hd, nthreads = team.size();
+  const int hd = p.hd, lk = p.lk(), nthreads = team.size();
   const float scale = 1.f / std::sqrt(static_cast<float>(hd));
   team.for_threads([&](int t) {
     for (int e = t; e < problem::bq * problem::bk; e += nthreads) {
@@ -186,8 +191,8 @@ HCOMM_HOST_DEVICE void probabilities(Team& team, const problem& p, int q0, int k
       if (query < p.T && key < p.T && (!p.causal || key <= query)) {
         float s = 0.f, dp = 0.f;
         for (int d = 0; d < hd; ++d) {
-          s += Q[i * hd + d] * K[j * hd + d];
-          dp += dO[i * hd + d] * V[j * hd + d];
+          s += Q[i * hd + d] * K[j * lk + d];
+          dp += dO[i * hd + d] * V[j * lk + d];
         }
         pr = std::exp(s * scale - LSE[i]);
         ds = pr * (dp - DD[i]);
@@ -198,14 +203,14 @@ HCOMM_HOST_DEVICE void probabilities(Team& team, const problem& p, int q0, int k
   });
 }
 
-// Loads rows [r0, r0 + n) of column block `col` (0 q, 1 k, 2 v) of head h into tile[n*hd],
-// zeros past T (inside a phase).
+// Loads rows [r0, r0 + n) of column block `col` (0 q, 1 k, 2 v) of head h into tile[n*lt]
+// (rows of lt >= hd floats), zeros past T (inside a phase).
 template <class View>
 HCOMM_HOST_DEVICE void load_rows(const problem& p, const float* base, int ld, int col, int b, int h, int r0, int n,
-                                 int t, int nthreads, const View& tile) {
+                                 int t, int nthreads, const View& tile, int lt) {
   for (int e = t; e < n * p.hd; e += nthreads) {
     const int i = e / p.hd, d = e % p.hd, row = r0 + i;
-    tile[e] = row < p.T
+    tile[i * lt + d] = row < p.T
                   ? base[(static_cast<std::size_t>(b) * p.T + row) * ld + static_cast<std::size_t>(col) * p.cl() + h * p.hd + d]
                   : 0.f;
   }
@@ -221,8 +226,8 @@ struct attention_backward_dkdv : attention_detail::problem {
   std::size_t scratch_bytes(int) const {
     using hcomm::exec::scratch_for;
     const std::size_t h = static_cast<std::size_t>(hd);
-    return scratch_for<float>(bk * h) * 4 + scratch_for<float>(bq * h) * 2 + scratch_for<float>(bq * bk) * 2 +
-           scratch_for<float>(bq) * 2;
+    return scratch_for<float>(bk * (h + 1)) * 2 + scratch_for<float>(bk * h) * 2 + scratch_for<float>(bq * h) * 2 +
+           scratch_for<float>(bq * bk) * 2 + scratch_for<float>(bq) * 2;
   }
   template <class Team>
   HCOMM_HOST_DEVICE void operator()(Team& team) const {
@@ -231,8 +236,8 @@ struct attention_backward_dkdv : attention_detail::problem {
     const int b = static_cast<int>(r / tiles(bk) / static_cast<std::size_t>(nh));
     const int k0 = kb * bk, nthreads = team.size();
     const float scale = 1.f / std::sqrt(static_cast<float>(hd));
-    auto K = team.template shared<float>(static_cast<std::size_t>(bk * hd), "K");
-    auto V = team.template shared<float>(static_cast<std::size_t>(bk * hd), "V");
+    auto K = team.template shared<float>(static_cast<std::size_t>(bk * lk()), "K");
+    auto V = team.template shared<float>(static_cast<std::size_t>(bk * lk()), "V");
     auto dK = team.template shared<float>(static_cast<std::size_t>(bk * hd), "dK");
     auto dV = team.template shared<float>(static_cast<std::size_t>(bk * hd), "dV");
     auto Q = team.template shared<float>(static_cast<std::size_t>(bq * hd), "Q");
@@ -242,8 +247,8 @@ struct attention_backward_dkdv : attention_detail::problem {
     auto LSE = team.template shared<float>(bq, "lse");
     auto DD = team.template shared<float>(bq, "D");
     team.for_threads([&](int t) {
-      attention_detail::load_rows(*this, qkv, ld(), 1, b, h, k0, bk, t, nthreads, K);
-      attention_detail::load_rows(*this, qkv, ld(), 2, b, h, k0, bk, t, nthreads, V);
+      attention_detail::load_rows(*this, qkv, ld(), 1, b, h, k0, bk, t, nthreads, K, lk());
+      attention_detail::load_rows(*this, qkv, ld(), 2, b, h, k0, bk, t, nthreads, V, lk());
       for (int e = t; e < bk * hd; e += nthreads) {
         dK[e] = 0.f;
         dV[e] = 0.f;
@@ -252,8 +257,8 @@ struct attention_backward_dkdv : attention_detail::problem {
     const std::size_t rows = (static_cast<std::size_t>(b) * nh + h) * T;
     for (int q0 = causal ? k0 / bq * bq : 0; q0 < T; q0 += bq) {
       team.for_threads([&](int t) {
-        attention_detail::load_rows(*this, qkv, ld(), 0, b, h, q0, bq, t, nthreads, Q);
-        attention_detail::load_rows(*this, dout, cl(), 0, b, h, q0, bq, t, nthreads, dO);
+        attention_detail::load_rows(*this, qkv, ld(), 0, b, h, q0, bq, t, nthreads, Q, hd);
+        attention_detail::load_rows(*this, dout, cl(), 0, b, h, q0, bq, t, nthreads, dO, hd);
         if (t < bq) {
           LSE[t] = q0 + t < T ? lse[rows + q0 + t] : 0.f;
           DD[t] = q0 + t < T ? D[rows + q0 + t] : 0.f;
@@ -293,7 +298,7 @@ struct attention_backward_dq : attention_detail::problem {
   std::size_t scratch_bytes(int) const {
     using hcomm::exec::scratch_for;
     const std::size_t h = static_cast<std::size_t>(hd);
-    return scratch_for<float>(bq * h) * 3 + scratch_for<float>(bk * h) * 2 + scratch_for<float>(bq * bk) * 2 +
+    return scratch_for<float>(bq * h) * 3 + scratch_for<float>(bk * (h + 1)) * 2 + scratch_for<float>(bq * bk) * 2 +
            scratch_for<float>(bq) * 2;
   }
   template <class Team>
@@ -306,16 +311,16 @@ struct attention_backward_dq : attention_detail::problem {
     auto Q = team.template shared<float>(static_cast<std::size_t>(bq * hd), "Q");
     auto dO = team.template shared<float>(static_cast<std::size_t>(bq * hd), "dO");
     auto dQ = team.template shared<float>(static_cast<std::size_t>(bq * hd), "dQ");
-    auto K = team.template shared<float>(static_cast<std::size_t>(bk * hd), "K");
-    auto V = team.template shared<float>(static_cast<std::size_t>(bk * hd), "V");
+    auto K = team.template shared<float>(static_cast<std::size_t>(bk * lk()), "K");
+    auto V = team.template shared<float>(static_cast<std::size_t>(bk * lk()), "V");
     auto Ps = team.template shared<float>(static_cast<std::size_t>(bq * bk), "P");
     auto dSs = team.template shared<float>(static_cast<std::size_t>(bq * bk), "dS");
     auto LSE = team.template shared<float>(bq, "lse");
     auto DD = team.template shared<float>(bq, "D");
     const std::size_t rows = (static_cast<std::size_t>(b) * nh + h) * T;
     team.for_threads([&](int t) {
-      attention_detail::load_rows(*this, qkv, ld(), 0, b, h, q0, bq, t, nthreads, Q);
-      attention_detail::load_rows(*this, dout, cl(), 0, b, h, q0, bq, t, nthreads, dO);
+      attention_detail::load_rows(*this, qkv, ld(), 0, b, h, q0, bq, t, nthreads, Q, hd);
+      attention_detail::load_rows(*this, dout, cl(), 0, b, h, q0, bq, t, nthreads, dO, hd);
       for (int e = t; e < bq * hd; e += nthreads) dQ[e] = 0.f;
       if (t < bq) {
         LSE[t] = q0 + t < T ? lse[rows + q0 + t] : 0.f;
@@ -326,15 +331,15 @@ struct attention_backward_dq : attention_detail::problem {
     const int key_end = causal ? last_query + 1 : T;
     for (int k0 = 0; k0 < key_end; k0 += bk) {
       team.for_threads([&](int t) {
-        attention_detail::load_rows(*this, qkv, ld(), 1, b, h, k0, bk, t, nthreads, K);
-        attention_detail::load_rows(*this, qkv, ld(), 2, b, h, k0, bk, t, nthreads, V);
+        attention_detail::load_rows(*this, qkv, ld(), 1, b, h, k0, bk, t, nthreads, K, lk());
+        attention_detail::load_rows(*this, qkv, ld(), 2, b, h, k0, bk, t, nthreads, V, lk());
       });
       attention_detail::probabilities(team, *this, q0, k0, Q, dO, K, V, LSE, DD, Ps, dSs);
       team.for_threads([&](int t) {  // dQ += scale dS K
         for (int e = t; e < bq * hd; e += nthreads) {
           const int i = e / hd, d = e % hd;
           float a = 0.f;
-          for (int j = 0; j < bk; ++j) a += dSs[i * bk + j] * K[j * hd + d];
+          for (int j = 0; j < bk; ++j) a += dSs[i * bk + j] * K[j * lk() + d];
           dQ[e] = dQ[e] + scale * a;
         }
       });

@@ -8,11 +8,13 @@
 //   ex.launch(N, 128, gpt::portable::layernorm_forward{out, mean, rstd, x, w, b, C});
 //   ex.launch(N, 128, gpt::portable::residual_layernorm_forward{res, out, mean, rstd, x, y, w, b, C});
 //   ex.launch(N, 128, gpt::portable::layernorm_backward_input{dx, dout, x, w, mean, rstd, C});
-//   ex.for_each(C, gpt::portable::layernorm_backward_params{dw, db, dout, x, mean, rstd, N, C});
+//   gpt::portable::layernorm_backward_params(ex, partial, dw, db, dout, x, mean, rstd, N, C);
+//                                   // (partial: column_chunks(N) * 2 * C floats of scratch)
 #pragma once
 #include <cmath>
 #include <cstddef>
 
+#include "elementwise.hpp"
 #include "hcomm/core/macros.hpp"
 #include "hcomm/exec/team.hpp"
 
@@ -155,28 +157,43 @@ struct layernorm_backward_input {
   }
 };
 
-// Flat, one index per channel c: dw[c] += sum over rows (in order) of norm * dout, db[c] +=
-// sum of dout. Adjacent indices read adjacent columns (coalesced on a GPU), and the order
-// is kernels.hpp's, so these sums are bitwise the host loop's.
-struct layernorm_backward_params {
-  float* dw;
-  float* db;
+// The weight and bias gradients' first pass (elementwise.hpp's column sums): for the rows n
+// of chunk k in order, partial[k*2C + c] = sum of norm * dout, partial[k*2C + C + c] = sum
+// of dout (one index per chunk and channel: column_chunks(N) * C). column_sums_finish then
+// adds them to dw and db; with one chunk, kernels.hpp's sums bit for bit. Adjacent indices
+// read adjacent columns (coalesced on a GPU).
+struct layernorm_params_partials {
+  float* partial;
   const float* dout;
   const float* x;
   const float* mean;
   const float* rstd;
-  int N, C;
+  std::size_t N;
+  int C;
 
-  HCOMM_HOST_DEVICE void operator()(std::size_t c) const {
+  HCOMM_HOST_DEVICE void operator()(std::size_t i) const {
+    const std::size_t cols = static_cast<std::size_t>(C), k = i / cols, c = i % cols;
+    const std::size_t end = (k + 1) * column_chunk < N ? (k + 1) * column_chunk : N;
     float gw = 0.f, gb = 0.f;
-    for (int n = 0; n < N; ++n) {
-      const std::size_t i = static_cast<std::size_t>(n) * static_cast<std::size_t>(C) + c;
-      gw += (x[i] - mean[n]) * rstd[n] * dout[i];
-      gb += dout[i];
+    for (std::size_t n = k * column_chunk; n < end; ++n) {
+      const std::size_t e = n * cols + c;
+      gw += (x[e] - mean[n]) * rstd[n] * dout[e];
+      gb += dout[e];
     }
-    dw[c] += gw;
-    db[c] += gb;
+    partial[k * 2 * cols + c] = gw;
+    partial[k * 2 * cols + cols + c] = gb;
   }
 };
+
+// Both passes on the executor: dw[c] += sum over the N rows of norm * dout, db[c] += sum of
+// dout, with `partial` (column_chunks(N) * 2 * C floats in the executor's memory).
+template <class Exec>
+void layernorm_backward_params(const Exec& ex, float* partial, float* dw, float* db, const float* dout, const float* x,
+                               const float* mean, const float* rstd, std::size_t N, int C) {
+  const std::size_t k = column_chunks(N), cols = static_cast<std::size_t>(C);
+  ex.for_each(k * cols, layernorm_params_partials{partial, dout, x, mean, rstd, N, C});
+  ex.for_each(cols, column_sums_finish{dw, partial, k, 2 * cols});
+  ex.for_each(cols, column_sums_finish{db, partial + cols, k, 2 * cols});
+}
 
 }  // namespace gpt::portable

@@ -158,6 +158,14 @@ class cuda {
   ~cuda() { release_scan_workspace(); }
 
   cudaStream_t stream() const noexcept { return stream_; }
+  // Makes the stream's device the calling host thread's current device. CUDA keeps the
+  // current device per thread, and launches, device queries and shared-memory opt-ins act on
+  // it: another thread that uses this executor (a communication thread) calls this first.
+  void make_current() const {
+    int dev = 0;
+    HCOMM_CUDA_CHECK(cudaStreamGetDevice(stream_, &dev));
+    HCOMM_CUDA_CHECK(cudaSetDevice(dev));
+  }
 
   // Bytes of scan workspace this object holds (grown on demand, never shrunk).
   std::size_t scan_workspace_bytes() const noexcept { return scan_tmp_bytes_; }

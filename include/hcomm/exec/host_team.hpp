@@ -275,13 +275,7 @@ class host_team {
     in_phase_ = true;
     if constexpr (Checked) {
       ctx_.in_phase = true;
-      for (int t = 0; t < size_; ++t) order_[static_cast<std::size_t>(t)] = t;
-      std::uint64_t s = mix64(ctx_.seed ^ mix64(ctx_.team * 1315423911ull + static_cast<std::uint64_t>(ctx_.phase)));
-      for (int i = size_ - 1; i > 0; --i) {  // Fisher-Yates
-        s = mix64(s);
-        const int j = static_cast<int>(s % static_cast<std::uint64_t>(i + 1));
-        std::swap(order_[static_cast<std::size_t>(i)], order_[static_cast<std::size_t>(j)]);
-      }
+      shuffled(order_, ctx_.team * 1315423911ull + static_cast<std::uint64_t>(ctx_.phase));
       for (int i = 0; i < size_; ++i) {
         ctx_.thread = order_[static_cast<std::size_t>(i)];
         f(ctx_.thread);
@@ -490,12 +484,7 @@ class host_team {
     };
     if constexpr (Checked) {
       std::vector<int> order(static_cast<std::size_t>(tiles));
-      for (int r = 0; r < tiles; ++r) order[static_cast<std::size_t>(r)] = r;
-      std::uint64_t z = mix64(ctx_.seed ^ mix64(ctx_.team * 2654435761ull + static_cast<std::uint64_t>(ctx_.phase)));
-      for (int i = tiles - 1; i > 0; --i) {
-        z = mix64(z);
-        std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(z % static_cast<std::uint64_t>(i + 1))]);
-      }
+      shuffled(order, ctx_.team * 2654435761ull + static_cast<std::uint64_t>(ctx_.phase));
       ctx_.in_phase = true;
       for (int r : order) {
         ctx_.thread = r % warps * warp_size;
@@ -511,6 +500,17 @@ class host_team {
   }
 
  protected:
+  // order = 0..n-1 in the order of a Fisher-Yates shuffle that the seed and `salt` (the team
+  // and phase) pick: the same order on every run of one seed.
+  void shuffled(std::vector<int>& order, std::uint64_t salt) const {
+    const int n = static_cast<int>(order.size());
+    for (int i = 0; i < n; ++i) order[static_cast<std::size_t>(i)] = i;
+    std::uint64_t z = mix64(ctx_.seed ^ mix64(salt));
+    for (int i = n - 1; i > 0; --i) {
+      z = mix64(z);
+      std::swap(order[static_cast<std::size_t>(i)], order[static_cast<std::size_t>(z % static_cast<std::uint64_t>(i + 1))]);
+    }
+  }
   [[noreturn]] void report(const std::string& what) {
     if constexpr (Checked) {
       ctx_.report(what);

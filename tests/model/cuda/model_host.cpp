@@ -19,10 +19,11 @@ struct loop_gemm {
   static constexpr const char* name = "loop";
   bool bf16 = false;  // bfloat16 operands (--precision bf16), as gemm_host.hpp and gemm_cublas.hpp
   void use_bf16() { bf16 = true; }
+  bool bf16_mode() const { return bf16; }
   void reserve(std::size_t, std::size_t) const {}
   void operator()(bool ta, bool tb, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha, const float* A,
                   std::ptrdiff_t lda, const float* B, std::ptrdiff_t ldb, float beta, float* C,
-                  std::ptrdiff_t ldc) const {
+                  std::ptrdiff_t ldc, bool /*same_a: nothing to reuse*/ = false) const {
     for (std::ptrdiff_t i = 0; i < M; ++i)
       for (std::ptrdiff_t j = 0; j < N; ++j) {
         double s = 0;

@@ -6,6 +6,7 @@
 // Without a CUDA device it prints "SKIPPED: ..." and exits 77 (ctest: skipped).
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -88,7 +89,8 @@ int main() {
           *dDb = d.put(std::vector<float>(C, -0.5f));
     ex.launch(N, team, gpt::portable::layernorm_forward{dOut, dMean, dRstd, dX, dW, dB, C});
     ex.launch(N, team, gpt::portable::layernorm_backward_input{dDx, dD, dX, dW, dMean, dRstd, C});
-    ex.for_each(C, gpt::portable::layernorm_backward_params{dDw, dDb, dD, dX, dMean, dRstd, N, C});
+    float* dPart = d.put(std::vector<float>(gpt::portable::column_chunks(N) * 2 * C));
+    gpt::portable::layernorm_backward_params(ex, dPart, dDw, dDb, dD, dX, dMean, dRstd, N, C);
     expect_close("layernorm_forward out", d.get(dOut, NC), h.out, 1e-5f, 1e-5f);
     expect_close("layernorm_forward rstd", d.get(dRstd, N), h.rstd, 1e-5f, 1e-6f);
     expect_close("layernorm_backward dx", d.get(dDx, NC), h.dx, 1e-4f, 1e-5f);
@@ -105,20 +107,29 @@ int main() {
     expect_close("gelu_forward", d.get(dY, n), y, 1e-5f, 1e-6f);
     expect_close("gelu_backward", d.get(dGd, n), gdx, 1e-5f, 1e-6f);
 
-    // elementwise.hpp: a residual add and per-column sums (n = 50 rows x 100 columns)
-    std::vector<float> rs(n), cs(100, 0.5f);
+    // elementwise.hpp: a residual add and per-column sums (n = 500 rows x 10 columns: two
+    // chunks of rows, each summed in order, then the chunks in order)
+    std::vector<float> rs(n), cs(10, 0.5f);
     for (std::size_t i = 0; i < n; ++i) rs[i] = gx[i] + gd[i];
-    for (std::size_t c = 0; c < 100; ++c) {
+    for (std::size_t c = 0; c < 10; ++c) {
       float acc = 0.f;
-      for (std::size_t r = 0; r < n / 100; ++r) acc += gx[r * 100 + c];
+      for (std::size_t q = 0; q < 2; ++q) {
+        float part = 0.f;
+        for (std::size_t r = q * 256; r < std::min<std::size_t>(n / 10, (q + 1) * 256); ++r) part += gx[r * 10 + c];
+        acc += part;
+      }
       cs[c] += acc;
     }
-    float *dRs = d.put(std::vector<float>(n)), *dCs = d.put(std::vector<float>(100, 0.5f)), *dGx2 = d.put(gx),
-          *dGd2 = d.put(gd);
+    float *dRs = d.put(std::vector<float>(n)), *dCs = d.put(std::vector<float>(10, 0.5f)), *dGx2 = d.put(gx),
+          *dGd2 = d.put(gd), *dCp = d.put(std::vector<float>(2 * 10));
     ex.for_each(n, gpt::portable::residual{dRs, dGx2, dGd2});
-    ex.for_each(100, gpt::portable::column_sums_add{dCs, dGx2, n / 100, 100});
+    if (gpt::portable::column_chunks(n / 10) != 2) {
+      std::printf("column sums: expected 2 chunks of rows  FAILED\n");
+      ++failures;
+    }
+    gpt::portable::column_sums_add(ex, dCp, dCs, dGx2, n / 10, 10);
     expect_close("residual", d.get(dRs, n), rs, 0.f, 0.f);
-    expect_close("column_sums_add", d.get(dCs, 100), cs, 0.f, 0.f);
+    expect_close("column sums", d.get(dCs, 10), cs, 0.f, 0.f);
 
     const auto g = randn(n, 7, 0.01f), p0 = randn(n, 8, 0.02f), m0 = randn(n, 9, 1e-3f);
     auto v0 = randn(n, 10, 1e-3f);
