@@ -71,7 +71,8 @@
 #                  off, and in the same run PyTorch
 #                  (the machine's, kit/py/reference_gpt.py: the same model) fp32 with TF32
 #                  off and bf16 autocast, its fused attention (SDPA), eager, then
-#                  torch.compile'd (at most 80 s) if 150 s of the budget are left; a table
+#                  torch.compile'd (at most 80 s) if 150 s of the budget and 90 s of the
+#                  stage are left; a table
 #                  in summary.md; then where the time goes: train_gpt bf16 --kernel-times (5
 #                  steps, CUDA events per kernel) and PyTorch bf16 --profile 3 (torch.profiler),
 #                  both tables in summary.md
@@ -333,6 +334,7 @@ stage() {
   say "stage $name (at most ${t}s): $*"
   local s0 rc
   s0=$(date +%s)
+  CUR_STAGE=$name
   export STAGE_END=$((s0 + t))  # what a stage's own sub-steps may plan by (trainer_throughput)
   # in the background, so that a signal to this script is handled at once (trap below)
   timeout -k 5 "$t" "$@" >"$WORK/$name.log" 2>&1 &
@@ -340,8 +342,10 @@ stage() {
   wait "$STAGE_PID"
   rc=$?
   STAGE_PID=""
+  CUR_STAGE=""
   local dt=$(($(date +%s) - s0)) result=pass
-  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then result="timed out after ${t}s"; status=1
+  # 137: killed after the grace period, or by the kernel (out of memory) before the cap
+  if [ $rc -eq 124 ] || { [ $rc -eq 137 ] && [ "$dt" -ge "$t" ]; }; then result="timed out after ${t}s"; status=1
   elif [ $rc -ne 0 ]; then
     result="failed (exit $rc)"; status=1
     local failed
@@ -379,6 +383,7 @@ for line in sys.stdin:
 ' "$@"
 }
 finish() {
+  trap - TERM INT
   {
     echo "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ)$([ $DRY = 1 ] && echo ' (dry run, no GPU)')"
     echo
@@ -429,9 +434,18 @@ finish() {
 
 # Stopped from outside (the lease's own limit): the running stage ends, the summary and the
 # tarball of what ran are still written.
-STAGE_PID=""
-trap 'say "stopped by a signal"; [ -n "$STAGE_PID" ] && kill "$STAGE_PID" 2>/dev/null; record signal "stopped" 0;
-      status=1; finish' TERM INT
+STAGE_PID="" CUR_STAGE=""
+stopped() {
+  trap - TERM INT
+  say "stopped by a signal${CUR_STAGE:+ in stage $CUR_STAGE}"
+  # the stage's timeout passes the signal on and kills what is left after 5 s
+  [ -n "$STAGE_PID" ] && { kill "$STAGE_PID" 2>/dev/null; wait "$STAGE_PID" 2>/dev/null; }
+  [ -n "$CUR_STAGE" ] && tail -5 "$WORK/$CUR_STAGE.log" >>"$LOG" 2>/dev/null
+  record "${CUR_STAGE:-signal}" "stopped by a signal" 0
+  status=1
+  finish
+}
+trap stopped TERM INT
 
 [ -x "$KIT/bin/core_gpu_smoke" ] && [ -f "$KIT/mpi/env.sh" ] ||
   { say "FAIL: no kit in $KIT (run scripts/gpu-check.sh --prepare first)"; rm -rf "$WORK"; exit 1; }
@@ -517,16 +531,22 @@ for f in "$HOST_LIB"/*; do
   fi
 done
 LIBPATH=$LIBPATH${CUDA_DIRS:+:$CUDA_DIRS}${EXTRA_DIRS:+:$EXTRA_DIRS}
-# The machine's own path last (the driver's libcuda may be found only through it, or in the
-# driver's mounted folder), so that kit_env's programs, which inherit nothing else, see it.
-# PyTorch runs with the machine's path alone (ORIG_LD): its wheels bring their own CUDA
-# libraries, which the toolkit's of another minor version would shadow.
+# The driver's libcuda: where the loader's cache does not know it, its folder (from the
+# machine's LD_LIBRARY_PATH, or the driver's mounted folder) goes last, so that kit_env's
+# programs, which inherit no path, find it; nothing else of the machine's path goes there.
+# PyTorch runs with the machine's own path (PT_LD, plus that folder): its wheels bring their
+# own CUDA libraries, which the toolkit's of another minor version would shadow.
 ORIG_LD=${LD_LIBRARY_PATH-}
-for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
-  [ -e "$d/libcuda.so.1" ] && ! sys_lib libcuda.so.1 >/dev/null && case ":$ORIG_LD:" in *":$d:"*) ;; *) LIBPATH=$LIBPATH:$d ;; esac
-done
-LIBPATH=$LIBPATH${ORIG_LD:+:$ORIG_LD}
-export LD_LIBRARY_PATH=$LIBPATH ORIG_LD
+PT_LD=$ORIG_LD
+if ! sys_lib libcuda.so.1 >/dev/null; then
+  for d in ${ORIG_LD//:/ } /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+    [ -e "$d/libcuda.so.1" ] || continue
+    LIBPATH=$LIBPATH:$d
+    case ":$PT_LD:" in *":$d:"*) ;; *) PT_LD=$PT_LD${PT_LD:+:}$d ;; esac
+    break
+  done
+fi
+export LD_LIBRARY_PATH=$LIBPATH${ORIG_LD:+:$ORIG_LD} PT_LD
 BIN=$KIT/bin
 
 # kit_env CMD...: CMD in an environment of the kit alone: no inherited MPI variables, paths
@@ -752,7 +772,7 @@ PY
   sed -n '/^kernel times/,/^  step /p' "$d/kernels-train_gpt.out" >"$WORK/kernels-train_gpt.txt"
   pt() {  # pt PRECISION [--compile|--profile N]: PyTorch's line as JSON
     local out
-    out=$(${PT_TIMEOUT:+timeout -k 5 "$PT_TIMEOUT"} env LD_LIBRARY_PATH="$ORIG_LD" python3 "$KIT/py/reference_gpt.py" \
+    out=$(${PT_TIMEOUT:+timeout -k 5 "$PT_TIMEOUT"} env LD_LIBRARY_PATH="$PT_LD" python3 "$KIT/py/reference_gpt.py" \
           --bench --model gpt2-124m \
           --batch "$B" --device cuda --sdpa --steps 10 --data "$KIT/data/corpus.txt" --precision "$@" 2>&1) ||
       { echo "$out" | tail -5; return 1; }

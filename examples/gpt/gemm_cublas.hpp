@@ -86,7 +86,10 @@ struct cublas_gemm {
   void reserve(std::size_t a, std::size_t b) {
     need_handle();
     if (!s_->bf16) return;
-    if (s_->a.size() < a) s_->a = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, a);
+    if (s_->a.size() < a) {
+      s_->a = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, a);
+      s_->a_of = nullptr;  // the new scratch holds no conversion
+    }
     if (s_->b.size() < b) s_->b = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, b);
   }
 

@@ -113,6 +113,9 @@ class basic_stage_model {
       be_.bf16_gemms(z(N_ * widest), z(std::max<std::int64_t>(widest * C_, N_ * std::max(C_, Hl_))));
     }
     be_.reserve_gemm_workspace();  // cuBLASLt's, for fused epilogues (gemm_cublas.hpp)
+    // the column sums' scratch (bias and LayerNorm gradients: 2 C), widest the vocabulary's
+    // bias on BERT's last stage
+    be_.reserve_column_sums(z(N_), z(std::max<std::int64_t>({2 * C_, 3 * Cl_, Hl_, last_ ? Vl_ : 0})));
 
     tensors_ = stage_tensors(c, place);
     const std::int64_t off = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().numel;
@@ -365,9 +368,12 @@ class basic_stage_model {
     if (cfg_.bf16) be_.round_bf16(x, N_ * C_);
   }
   // --precision bf16: attention's matrix products take bfloat16 operands (tensor cores), so
-  // q, k and v (after rotary) and the gradient of its output are rounded once, here.
+  // q, k and v (after rotary) and the gradient of its output are rounded once, here, for the
+  // attention that needs them so: the cpu backend's, and a block_ops hook's (sparse
+  // attention). The portable backend's kernels round them as they read them (the same bits,
+  // without a pass over the activations).
   void attention_operands(float* x, std::int64_t width) const {
-    if (cfg_.bf16) be_.round_bf16(x, N_ * width);
+    if (cfg_.bf16 && (ops_ || !Ops::attention_rounds_operands)) be_.round_bf16(x, N_ * width);
   }
 
   int local_layer_tensor(int l) const { return (first_ ? embed_tensor_count(cfg_) : 0) + (l - l0_) * params_per_layer; }

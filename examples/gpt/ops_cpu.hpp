@@ -13,7 +13,8 @@
 //   gelu_forward/backward, rotary_apply, attention_forward/backward, residual_forward,
 //   add_inplace, add_bias_rows, round_bf16, embed_tokens, add_positions, embed_tokens_backward,
 //   add_positions_backward, ce_row_max, ce_sums, ce_grad, bf16_gemms, reserve_gemm_workspace,
-//   attention_floats, attention_scratch_floats.
+//   reserve_column_sums,
+//   attention_floats, attention_scratch_floats, attention_rounds_operands.
 // Memory: `array<T>` (here std::vector<T>) is the backend's buffer, made zeroed by make_array;
 // host_memory says whether the model may read it from the host (if not, it stages tokens and
 // targets with upload and reads small results back with download); host_accessible whether
@@ -58,6 +59,7 @@ struct cpu_ops {
     gemm_.reserve(max_a, max_b);
   }
   void reserve_gemm_workspace() {}  // OpenBLAS needs none
+  void reserve_column_sums(std::size_t, std::size_t) const {}  // kernels.hpp's need none
 
   template <class T>
   array<T> make_array(std::size_t n) const {
@@ -154,6 +156,9 @@ struct cpu_ops {
   }
   // What attention keeps per sequence and head for backward (the probabilities), and the
   // backward's scratch: T * T floats each.
+  // bf16: kernels.hpp's attention computes with q, k, v and the output gradient as given, so
+  // the model rounds them to bfloat16 first (model.hpp).
+  static constexpr bool attention_rounds_operands = false;
   static constexpr idx attention_floats(idx T) { return T * T; }
   static constexpr idx attention_scratch_floats(idx T) { return T * T; }
   void attention_backward(float* dqkv, float* scratch, const float* dout, const float* qkv, float* att,

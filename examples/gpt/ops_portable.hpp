@@ -93,6 +93,11 @@ struct portable_ops {
   void reserve_gemm_workspace() {
     if constexpr (requires { gemm.reserve_workspace(); }) gemm.reserve_workspace();
   }
+  // The column sums' first-pass scratch (bias and LayerNorm parameter gradients) for up to
+  // `rows` rows of `widest` columns (2 C for LayerNorm's pair), made with the model.
+  void reserve_column_sums(std::size_t rows, std::size_t widest) const {
+    column_scratch(portable::column_chunks(rows) * widest);
+  }
 
   // ---- memory ----
   template <class T>
@@ -243,6 +248,9 @@ struct portable_ops {
     const portable::attention_forward k{out, att, qkv, i32(B), i32(T), i32(nh), i32(hd), causal};
     ex.launch(k.league(), attention_team, k);
   }
+  // bf16: attention's kernels round q, k, v and the output gradient to bfloat16 as they read
+  // them (attention_bf16.hpp), so the model need not round them first (model.hpp).
+  static constexpr bool attention_rounds_operands = true;
   // What attention keeps per sequence and head for backward: the rows' log-sum-exp, and D
   // after it in backward (2 T floats, not the T x T probabilities); no scratch.
   static constexpr idx attention_floats(idx T) { return 2 * T; }
@@ -253,7 +261,8 @@ struct portable_ops {
     const auto timed = tick("attention_bwd");
     float* lse = att;
     float* D = att + B * nh * T;
-    ex.for_each(z(B * nh * T), portable::attention_backward_rowdot{D, dout, out, i32(B), i32(T), i32(nh), i32(hd)});
+    ex.for_each(z(B * nh * T),
+                portable::attention_backward_rowdot{D, dout, out, i32(B), i32(T), i32(nh), i32(hd), gemm.bf16_mode()});
     const portable::attention_detail::problem p{dqkv, dout, qkv, lse, D, i32(B), i32(T), i32(nh), i32(hd), causal};
     if (gemm.bf16_mode()) {
       const portable::attention_bf16_backward_dkdv kv{p};

@@ -441,9 +441,10 @@ TEST_CASE("portable bf16 attention on tensor cores: host-check = host, close to 
     const bool causal = sh.causal;
     INFO("T " << T << " hd " << hd << (causal ? " causal" : " bidirectional"));
     const int B = 2, nh = 2, Cl = nh * hd;
-    auto qkv = randn(static_cast<std::size_t>(B) * T * 3 * Cl, 60 + T + hd, 1.f);
-    auto dout = randn(static_cast<std::size_t>(B) * T * Cl, 61 + T + hd, 1.f);
-    for (float& x : qkv) x = hcomm::round_to_bf16(x);  // as model.hpp hands them over
+    const auto qkv_raw = randn(static_cast<std::size_t>(B) * T * 3 * Cl, 60 + T + hd, 1.f);
+    const auto dout_raw = randn(static_cast<std::size_t>(B) * T * Cl, 61 + T + hd, 1.f);
+    auto qkv = qkv_raw, dout = dout_raw;
+    for (float& x : qkv) x = hcomm::round_to_bf16(x);  // bfloat16 values (the kernels' reads round)
     for (float& x : dout) x = hcomm::round_to_bf16(x);
     const std::size_t rows = static_cast<std::size_t>(B) * nh * T;
     // forward and backward on an executor: the bf16 kernels, or attention.hpp's fp32 ones
@@ -488,6 +489,26 @@ TEST_CASE("portable bf16 attention on tensor cores: host-check = host, close to 
     CHECK(o2 == o1);
     CHECK(l2 == l1);
     CHECK(d2 == d1);
+    {  // unrounded q, k, v and dO, as the model hands them to the portable backend: the kernels
+       // round them as they read them, D's row dot with round_dout too, so the same bits
+      const gpt::portable::attention_bf16_forward f{o2.data(), l2.data(), qkv_raw.data(), B, T, nh, hd, causal};
+      const hcomm::exec::host_check ex{.seed = 16};
+      std::vector<float> D(rows);
+      d2.assign(qkv.size(), 12345.f);
+      ex.launch(f.league(), 128, f);
+      ex.for_each(rows, gpt::portable::attention_backward_rowdot{D.data(), dout_raw.data(), o2.data(), B, T, nh, hd, true});
+      const gpt::portable::attention_detail::problem p{d2.data(), dout_raw.data(), qkv_raw.data(), l2.data(), D.data(),
+                                                       B, T, nh, hd, causal};
+      ex.launch(gpt::portable::attention_bf16_backward_dkdv{p}.league(), 128, gpt::portable::attention_bf16_backward_dkdv{p});
+      ex.launch(gpt::portable::attention_bf16_backward_dq{p}.league(), 128, gpt::portable::attention_bf16_backward_dq{p});
+      CHECK(o2 == o1);
+      CHECK(l2 == l1);
+      CHECK(d2 == d1);
+      ex.for_each(rows, gpt::portable::attention_backward_rowdot{D.data(), dout_raw.data(), o2.data(), B, T, nh, hd});
+      std::vector<float> D_rounded(rows);
+      ex.for_each(rows, gpt::portable::attention_backward_rowdot{D_rounded.data(), dout.data(), o2.data(), B, T, nh, hd});
+      CHECK(D != D_rounded);  // without round_dout the unrounded dO shows
+    }
     run(hcomm::exec::host{}, 64, false, of, lf, df);
     check_close(l1, lf, 1e-5f, 1e-5f);  // the scores' products are exact either way
     const auto rel_l2 = [](const std::vector<float>& a, const std::vector<float>& b) {

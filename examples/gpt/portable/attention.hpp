@@ -21,13 +21,15 @@
 // Layout as kernels.hpp's attention: qkv[B*T, 3*nh*hd] (q | k | v, heads of hd inside each),
 // out and dout [B*T, nh*hd], dqkv [B*T, 3*nh*hd] (overwritten), lse and D [B*nh*T]. hd at
 // most 128.
-// Scratch: the tiles that a warp reads down a column (K and V rows, by consecutive keys; the
-// score rows, by consecutive queries) have rows one float longer than their data, so that
-// the 32 lanes fall in 32 different shared-memory banks instead of one.
+// Scratch: the tiles that a warp reads down a column have rows one float longer than their
+// data, so that the 32 lanes fall in 32 different shared-memory banks instead of one: K
+// (scores, by consecutive keys), the backward's V (dP, likewise) and the forward's score rows
+// (the softmax, a thread per query). The forward's V is read along its rows and is not padded.
 #pragma once
 #include <cmath>
 #include <cstddef>
 
+#include "hcomm/core/bfloat16.hpp"
 #include "hcomm/core/macros.hpp"
 #include "hcomm/exec/team.hpp"
 
@@ -142,17 +144,20 @@ struct attention_forward {
 };
 
 // D[(b*nh + h)*T + t] = sum over d of dout * out at that row and head (flat, one index per row).
+// round_dout (bf16 runs): dout rounded to bfloat16 as it is read, as attention_bf16.hpp's
+// kernels read it.
 struct attention_backward_rowdot {
   float* D;
   const float* dout;
   const float* out;
   int B, T, nh, hd;
+  bool round_dout = false;
   HCOMM_HOST_DEVICE void operator()(std::size_t i) const {
     const std::size_t t = i % static_cast<std::size_t>(T), bh = i / static_cast<std::size_t>(T);
     const std::size_t h = bh % static_cast<std::size_t>(nh), b = bh / static_cast<std::size_t>(nh);
     const std::size_t Cl = static_cast<std::size_t>(nh) * hd, at = (b * T + t) * Cl + h * hd;
     float s = 0.f;
-    for (int d = 0; d < hd; ++d) s += dout[at + d] * out[at + d];
+    for (int d = 0; d < hd; ++d) s += (round_dout ? hcomm::round_to_bf16(dout[at + d]) : dout[at + d]) * out[at + d];
     D[i] = s;
   }
 };

@@ -7,14 +7,15 @@
 //   forward   S = Q K^T, O += P V
 //   backward  S = Q K^T, dP = dO V^T, dV += P^T dO, dK += dS^T Q, dQ += dS K
 //
-// Q, K, V and dO are rounded to bfloat16 as their tiles load (the model hands them over as
-// bfloat16 values already: model.hpp), and so are P and dS before their products (as
+// Q, K, V and dO are rounded to bfloat16 as their tiles load (the model hands them over
+// unrounded: no pass of its own over them; attention_backward_rowdot's round_dout reads dO
+// the same way for D), and so are P and dS before their products (as
 // FlashAttention does: the rows' maximum, sum and log-sum-exp, and dS = P (dP - D), stay in
 // float). The head size is padded with zeros to a multiple of 16 inside the tiles.
 //
 //   gpt::portable::attention_bf16_forward k{out, lse, qkv, B, T, nh, hd, causal};
 //   ex.launch(k.league(), 128, k);
-//   // backward: attention.hpp's attention_backward_rowdot (D), then
+//   // backward: attention.hpp's attention_backward_rowdot (D; round_dout = true), then
 //   gpt::portable::attention_bf16_backward_dkdv kv{problem};  ex.launch(kv.league(), 128, kv);
 //   gpt::portable::attention_bf16_backward_dq q{problem};      ex.launch(q.league(), 128, q);
 //

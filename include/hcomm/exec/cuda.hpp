@@ -161,10 +161,17 @@ class cuda {
   // Makes the stream's device the calling host thread's current device. CUDA keeps the
   // current device per thread, and launches, device queries and shared-memory opt-ins act on
   // it: another thread that uses this executor (a communication thread) calls this first.
+  // The legacy default stream (null) is each thread's own device's: nothing to change.
+  // Needs CUDA 12.8 (cudaStreamGetDevice); older toolkits refuse it clearly.
   void make_current() const {
+    if (stream_ == nullptr) return;
+#if CUDART_VERSION >= 12080
     int dev = 0;
     HCOMM_CUDA_CHECK(cudaStreamGetDevice(stream_, &dev));
     HCOMM_CUDA_CHECK(cudaSetDevice(dev));
+#else
+    fail(errc::unsupported, "exec::cuda::make_current needs CUDA 12.8 or newer (cudaStreamGetDevice)");
+#endif
   }
 
   // Bytes of scan workspace this object holds (grown on demand, never shrunk).

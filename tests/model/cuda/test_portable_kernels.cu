@@ -77,7 +77,7 @@ int main() {
   {
     hcomm::exec::cuda ex{s};
     device_buffers d{ex, {}};
-    const int N = 37, C = 200, team = 128;
+    const int N = 600, C = 200, team = 128;  // 3 chunks of rows in the parameter gradients
     const std::size_t NC = static_cast<std::size_t>(N) * C;
     const auto x = randn(NC, 1, 2.f, 3.f), w = randn(C, 2, 0.5f, 1.f), b = randn(C, 3), dout = randn(NC, 4);
     // host (portable_host.cpp)
