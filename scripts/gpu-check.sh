@@ -383,7 +383,7 @@ for line in sys.stdin:
 ' "$@"
 }
 finish() {
-  trap - TERM INT
+  trap '' TERM INT  # once begun, the summary and the tarball are written whatever comes
   {
     echo "# GPU check $(date -u +%Y-%m-%dT%H:%M:%SZ)$([ $DRY = 1 ] && echo ' (dry run, no GPU)')"
     echo
@@ -436,7 +436,7 @@ finish() {
 # tarball of what ran are still written.
 STAGE_PID="" CUR_STAGE=""
 stopped() {
-  trap - TERM INT
+  trap '' TERM INT
   say "stopped by a signal${CUR_STAGE:+ in stage $CUR_STAGE}"
   # the stage's timeout passes the signal on and kills what is left after 5 s
   [ -n "$STAGE_PID" ] && { kill "$STAGE_PID" 2>/dev/null; wait "$STAGE_PID" 2>/dev/null; }
@@ -533,7 +533,9 @@ done
 LIBPATH=$LIBPATH${CUDA_DIRS:+:$CUDA_DIRS}${EXTRA_DIRS:+:$EXTRA_DIRS}
 # The driver's libcuda: where the loader's cache does not know it, its folder (from the
 # machine's LD_LIBRARY_PATH, or the driver's mounted folder) goes last, so that kit_env's
-# programs, which inherit no path, find it; nothing else of the machine's path goes there.
+# programs, which inherit no path, find it; nothing else of the machine's path goes there
+# (a plugin the machine finds only through its path, e.g. an NCCL net plugin, is not seen:
+# one node needs none).
 # PyTorch runs with the machine's own path (PT_LD, plus that folder): its wheels bring their
 # own CUDA libraries, which the toolkit's of another minor version would shadow.
 ORIG_LD=${LD_LIBRARY_PATH-}

@@ -73,7 +73,8 @@ struct cublas_gemm {
   explicit cublas_gemm(cudaStream_t stream, cublas_options o = {})
       : h_(make(stream, o.tf32)), s_(std::make_shared<state>(hcomm::exec::cuda{stream}, o)) {}
 
-  // --precision bf16: bfloat16 operands on tensor cores, fp32 accumulation (see above).
+  // --precision bf16: bfloat16 operands on tensor cores, fp32 accumulation (see above), for
+  // this object and every copy of it (they share the handle and its math mode), for good.
   void use_bf16() {
     need_handle();
     s_->bf16 = true;

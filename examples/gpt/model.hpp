@@ -115,7 +115,7 @@ class basic_stage_model {
     be_.reserve_gemm_workspace();  // cuBLASLt's, for fused epilogues (gemm_cublas.hpp)
     // the column sums' scratch (bias and LayerNorm gradients: 2 C), widest the vocabulary's
     // bias on BERT's last stage
-    be_.reserve_column_sums(z(N_), z(std::max<std::int64_t>({2 * C_, 3 * Cl_, Hl_, last_ ? Vl_ : 0})));
+    be_.reserve_column_sums(z(N_), z(std::max<std::int64_t>({2 * C_, 3 * Cl_, Hl_, last_ && c.is_bert() ? Vl_ : 0})));
 
     tensors_ = stage_tensors(c, place);
     const std::int64_t off = tensors_.empty() ? 0 : tensors_.back().offset + tensors_.back().numel;

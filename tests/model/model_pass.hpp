@@ -27,12 +27,14 @@ struct pass {
   std::vector<float> logits, grads;
 };
 
+// hook: a block_ops the model asks first (model.hpp), or none.
 template <class Model>
 pass run_pass(const gpt::config& c, const std::vector<int>& tokens, const std::vector<int>& targets, int micro,
-              typename Model::ops_type ops = {}) {
+              typename Model::ops_type ops = {}, gpt::block_ops* hook = nullptr) {
   const int M = 2;
   Model m(c, {}, micro, M, ops);
   m.init_params();
+  if (hook) m.set_block_ops(hook);
   gpt::solo_tp tp;
   const std::int64_t N = static_cast<std::int64_t>(micro) * c.block;
   int predicted = 0;

@@ -494,6 +494,8 @@ TEST_CASE("portable bf16 attention on tensor cores: host-check = host, close to 
       const gpt::portable::attention_bf16_forward f{o2.data(), l2.data(), qkv_raw.data(), B, T, nh, hd, causal};
       const hcomm::exec::host_check ex{.seed = 16};
       std::vector<float> D(rows);
+      o2.assign(dout.size(), 12345.f);  // every value is written
+      l2.assign(rows, 12345.f);
       d2.assign(qkv.size(), 12345.f);
       ex.launch(f.league(), 128, f);
       ex.for_each(rows, gpt::portable::attention_backward_rowdot{D.data(), dout_raw.data(), o2.data(), B, T, nh, hd, true});

@@ -259,6 +259,33 @@ TEST_CASE("bf16 GEMMs take bfloat16 operands on every host backend", "[model][po
   check_backend(checked, "portable backend, host-check");
 }
 
+// bf16: the portable backend's attention kernels round q, k, v and the output gradient as
+// they read them, so the model skips its own rounding pass over them (model.hpp). With a hook
+// installed (one that declines everything here) the model rounds them first, as it does for
+// the cpu backend: the same bits either way, forward and backward.
+TEST_CASE("bf16 attention operands: rounded on load = rounded by the model, bit for bit", "[model][portable][bf16]") {
+  struct declining final : gpt::block_ops {
+    bool linear_forward(int, int, float*, const float*, std::int64_t) override { return false; }
+    bool linear_backward(int, int, float*, const float*, const float*, std::int64_t, bool) override { return false; }
+    bool attention_forward(float*, float*, const float*, int, int, int, int) override { return false; }
+    bool attention_backward(float*, const float*, const float*, const float*, const float*, int, int, int,
+                            int) override {
+      return false;
+    }
+  };
+  for (const auto arch : {gpt::arch_kind::gpt2, gpt::arch_kind::neox}) {  // neox: rotary before the rounding
+    const gpt::config c = small_config(arch, false, true);
+    const int micro = 2;
+    const auto b = gpt_test::random_batch(c, static_cast<std::size_t>(2 * micro * c.block), 21);
+    declining hook;
+    const pass bare = gpt_test::run_pass<checked_model>(c, b.tokens, b.targets, micro);
+    const pass hooked = gpt_test::run_pass<checked_model>(c, b.tokens, b.targets, micro, {}, &hook);
+    CHECK(bare.loss == hooked.loss);
+    CHECK(bare.logits == hooked.logits);
+    CHECK(bare.grads == hooked.grads);
+  }
+}
+
 TEST_CASE("fused GEMM epilogues give the separate kernels' bits through the whole model", "[model][portable]") {
   for (const gpt_test::variant& v : gpt_test::variants) {
     INFO(v.name);
