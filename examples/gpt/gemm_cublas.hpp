@@ -4,7 +4,7 @@
 //   gpt::cublas_gemm g(stream);                 // one handle, shared by copies
 //   g(false, true, M, N, K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
 //   // C[M,N] = alpha op(A) op(B) + beta C, row-major; op transposes when its flag is set
-//   g.use_bf16();  g.reserve(a, b);             // --precision bf16: tensor cores from here on
+//   g.use_bf16();  g.reserve(a, b);             // --precision bf16: this copy on tensor cores
 //   g.reserve_workspace();                      // cuBLASLt's workspace (the model makes it)
 //   if (g.can_fuse(gemm_epilogue::gelu_aux, ...)) g.fuse(gemm_epilogue::gelu_aux, ...);
 //
@@ -16,8 +16,10 @@
 // bf16 (use_bf16): A and B are converted to bfloat16 (nearest, ties to even: the flat kernel
 // portable::to_bf16, which host-check runs in CI) into scratch on the stream, then
 // cublasGemmEx multiplies them on tensor cores with fp32 accumulation and fp32 C: what
-// gemm_host.hpp's bf16 mode computes on the host, up to the order of the sums. same_a, as
-// there: A is the previous call's A (pointer, extent, values), so its conversion is reused.
+// gemm_host.hpp's bf16 mode computes on the host, up to the order of the sums. gemm_reuse
+// (gemm_reuse.hpp), in device memory: keep_a converts A straight into the caller's buffer and
+// multiplies from there, kept_b is multiplied as it is (no conversion), same_a reuses the
+// previous call's conversion of A.
 // Epilogues (gemm_epilogue.hpp; on unless cublas_options::epilogues is false, i.e.
 // --gemm-epilogues off): bias, bias + GELU (keeping GELU's input) and GELU's gradient fused
 // into the GEMM by cublasLtMatmul, same operand types and math as above. The algorithm for
@@ -46,6 +48,7 @@
 #include "device_array.hpp"
 #include "gemm_epilogue.hpp"
 #include "gemm_host.hpp"
+#include "gemm_reuse.hpp"
 #include "hcomm/core/bfloat16.hpp"
 #include "hcomm/core/error.hpp"
 #include "hcomm/exec/cuda.hpp"
@@ -74,19 +77,19 @@ struct cublas_gemm {
       : h_(make(stream, o.tf32)), s_(std::make_shared<state>(hcomm::exec::cuda{stream}, o)) {}
 
   // --precision bf16: bfloat16 operands on tensor cores, fp32 accumulation (see above), for
-  // this object and every copy of it (they share the handle and its math mode), for good.
+  // this object and the copies made of it from now on; other copies stay fp32 (the shared
+  // handle's math mode is set for each call), so one GEMM serves fp32 and bf16 models.
   void use_bf16() {
     need_handle();
-    s_->bf16 = true;
-    cublas_check(cublasSetMathMode(h_.get(), CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+    bf16_ = true;
   }
-  bool bf16_mode() const { return s_ && s_->bf16; }
+  bool bf16_mode() const { return bf16_; }
   // Room for A and B operands of up to a and b elements now (bf16), so that no step allocates
   // device memory (the model reserves while its own buffers are made: a failure there stops
   // every rank cleanly).
   void reserve(std::size_t a, std::size_t b) {
     need_handle();
-    if (!s_->bf16) return;
+    if (!bf16_) return;
     if (s_->a.size() < a) {
       s_->a = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, a);
       s_->a_of = nullptr;  // the new scratch holds no conversion
@@ -104,9 +107,11 @@ struct cublas_gemm {
     s_->workspace = device_array<std::byte, hcomm::exec::cuda>(s_->ex, workspace_bytes);
   }
 
-  // Whether fuse() runs this GEMM with epilogue e (gemm_epilogue.hpp); launches nothing.
+  // Whether fuse() runs this GEMM with epilogue e (gemm_epilogue.hpp), the same reuse asked;
+  // launches nothing.
   bool can_fuse(gemm_epilogue e, bool trans_a, bool trans_b, idx M, idx N, idx K, const float* A, idx lda,
-                const float* B, idx ldb, float* C, idx ldc, const float* bias, const float* aux) const {
+                const float* B, idx ldb, float* C, idx ldc, const float* bias, const float* aux,
+                gemm_reuse r = {}) const {
     need_handle();
     if (!s_->lt || M == 0 || N == 0 || K == 0) return false;
     if ((e != gemm_epilogue::bias && !aux) || (e == gemm_epilogue::bias && !bias)) return false;
@@ -114,20 +119,20 @@ struct cublas_gemm {
       ++s_->unfused;
       return false;
     }
-    const plan& p = plan_for(e, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, bias, aux);
+    const plan& p = plan_for(e, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, bias, aux, r);
     if (!p.ok) ++s_->unfused;
     return p.ok;
   }
   // The fused GEMM (alpha 1, beta 0) on the stream; can_fuse must have said yes.
   void fuse(gemm_epilogue e, bool trans_a, bool trans_b, idx M, idx N, idx K, const float* A, idx lda, const float* B,
-            idx ldb, float* C, idx ldc, const float* bias, const float* aux) const {
-    const plan& p = plan_for(e, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, bias, aux);
+            idx ldb, float* C, idx ldc, const float* bias, const float* aux, gemm_reuse r = {}) const {
+    const plan& p = plan_for(e, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, bias, aux, r);
     if (!p.ok) hcomm::fail(hcomm::errc::invalid_argument, "cublas_gemm::fuse: cuBLASLt has no algorithm for this GEMM");
     const void* a = A;
     const void* b = B;
-    if (s_->bf16) {
-      a = converted_a(A, operand_span(trans_a ? K : M, trans_a ? M : K, lda), false);
-      b = converted(s_->b, B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb));
+    if (bf16_) {
+      a = converted_a(A, operand_span(trans_a ? K : M, trans_a ? M : K, lda), r);
+      b = converted_b(B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb), r);
     }
     const lt_call& d = p.d;
     point(d.desc.get(), e, bias, aux);
@@ -147,19 +152,20 @@ struct cublas_gemm {
 
   void operator()(bool trans_a, bool trans_b, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha,
                   const float* A, std::ptrdiff_t lda, const float* B, std::ptrdiff_t ldb, float beta, float* C,
-                  std::ptrdiff_t ldc, bool same_a = false) const {
+                  std::ptrdiff_t ldc, gemm_reuse r = {}) const {
     need_handle();
     if (M == 0 || N == 0) return;
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
     const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
-    if (!s_->bf16) {
+    math_mode();
+    if (!bf16_) {
       cublas_check(cublasSgemm(h_.get(), op_b, op_a, n, m, k, &alpha, B, static_cast<int>(ldb), A,
                                static_cast<int>(lda), &beta, C, static_cast<int>(ldc)),
                    "sgemm");
       return;
     }
-    const hcomm::bf16* a = converted_a(A, operand_span(trans_a ? K : M, trans_a ? M : K, lda), same_a);
-    const hcomm::bf16* b = converted(s_->b, B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb));
+    const hcomm::bf16* a = converted_a(A, operand_span(trans_a ? K : M, trans_a ? M : K, lda), r);
+    const hcomm::bf16* b = converted_b(B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb), r);
     cublas_check(cublasGemmEx(h_.get(), op_b, op_a, n, m, k, &alpha, b, CUDA_R_16BF, static_cast<int>(ldb), a,
                               CUDA_R_16BF, static_cast<int>(lda), &beta, C, CUDA_R_32F, static_cast<int>(ldc),
                               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
@@ -192,12 +198,13 @@ struct cublas_gemm {
     lt_call d;
   };
   using plan_key = std::tuple<int, bool, bool, idx, idx, idx, idx, idx, idx, int, int, int, int, int, bool, bool>;
-  // The bf16 mode and its operand scratch, grown as needed (freed stream-ordered), cuBLASLt's
-  // handle, workspace and plans: shared by copies, one host thread at a time, as the handle.
+  // The handle's math mode, the bf16 operand scratch, grown as needed (freed stream-ordered),
+  // cuBLASLt's handle, workspace and plans: shared by copies, one host thread at a time, as
+  // the handle.
   struct state {
     hcomm::exec::cuda ex;
     cublas_options opt;
-    bool bf16 = false;
+    cublasMath_t math;  // what make() set, then what math_mode() last set
     device_array<hcomm::bf16, hcomm::exec::cuda> a, b;
     const float* a_of = nullptr;  // the operand `a` holds the conversion of, and its extent
     std::size_t a_span = 0;
@@ -205,10 +212,21 @@ struct cublas_gemm {
     device_array<std::byte, hcomm::exec::cuda> workspace;
     std::map<plan_key, plan> plans;
     std::size_t fused = 0, unfused = 0;
-    state(hcomm::exec::cuda e, cublas_options o) : ex(e), opt(o) {}
+    state(hcomm::exec::cuda e, cublas_options o) : ex(e), opt(o), math(fp32_math(o.tf32)) {}
   };
   std::shared_ptr<cublasContext> h_;
   std::shared_ptr<state> s_;
+  bool bf16_ = false;  // this copy's operands: bfloat16 (use_bf16) or fp32
+
+  // The math the handle needs for this copy's calls: fp32 pedantic (or TF32 if asked), or the
+  // default for bf16 operands, which lets cublasGemmEx use tensor cores.
+  static cublasMath_t fp32_math(bool tf32) { return tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH; }
+  void math_mode() const {
+    const cublasMath_t want = bf16_ ? CUBLAS_DEFAULT_MATH : fp32_math(s_->opt.tf32);
+    if (s_->math == want) return;
+    cublas_check(cublasSetMathMode(h_.get(), want), "cublasSetMathMode");
+    s_->math = want;
+  }
 
   void need_handle() const {
     if (!h_) hcomm::fail(hcomm::errc::invalid_argument, "cublas_gemm: made without a stream (cublas_gemm(stream))");
@@ -233,12 +251,12 @@ struct cublas_gemm {
   lt_call describe(gemm_epilogue e, bool trans_a, bool trans_b, idx M, idx N, idx K, idx lda, idx ldb, idx ldc,
                    const float* bias, const float* aux) const {
     lt_call d;
-    const bool tf32 = s_->opt.tf32 && !s_->bf16;
+    const bool tf32 = s_->opt.tf32 && !bf16_;
     cublasLtMatmulDesc_t desc = nullptr;
     // the plain path's math: fp32 pedantic (the handle's CUBLAS_PEDANTIC_MATH), TF32 if asked,
     // bf16 operands with cuBLAS's default fp32 compute (as cublasGemmEx there)
     const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
-                                        : s_->bf16 ? CUBLAS_COMPUTE_32F
+                                        : bf16_ ? CUBLAS_COMPUTE_32F
                                                    : CUBLAS_COMPUTE_32F_PEDANTIC;
     cublas_check(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
     d.desc.reset(desc);
@@ -252,7 +270,7 @@ struct cublas_gemm {
     set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epi);
     point(desc, e, bias, aux);  // the heuristic reads the pointers' alignment
     if (e != gemm_epilogue::bias) set(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, static_cast<std::int64_t>(ldc));
-    const cudaDataType_t in = s_->bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    const cudaDataType_t in = bf16_ ? CUDA_R_16BF : CUDA_R_32F;
     auto layout = [](cudaDataType_t t, idx rows, idx cols, idx ld) {
       cublasLtMatrixLayout_t l = nullptr;
       cublas_check(cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols),
@@ -266,11 +284,13 @@ struct cublas_gemm {
     return d;
   }
   const plan& plan_for(gemm_epilogue e, bool trans_a, bool trans_b, idx M, idx N, idx K, const float* A, idx lda,
-                       const float* B, idx ldb, float* C, idx ldc, const float* bias, const float* aux) const {
-    // bf16 operands are converted into the scratch, whose alignment is that of an allocation.
-    const int aa = s_->bf16 ? 256 : align(A), ab = s_->bf16 ? 256 : align(B), ac = align(C);
+                       const float* B, idx ldb, float* C, idx ldc, const float* bias, const float* aux,
+                       const gemm_reuse& reuse) const {
+    // bf16 operands: the scratch's (an allocation's) alignment, or the caller's kept buffers'
+    const int aa = bf16_ ? (reuse.keep_a ? align(reuse.keep_a) : 256) : align(A);
+    const int ab = bf16_ ? (reuse.kept_b ? align(reuse.kept_b) : 256) : align(B), ac = align(C);
     const plan_key k{static_cast<int>(e), trans_a, trans_b, M, N, K, lda, ldb, ldc, aa, ab, ac, align(bias),
-                     align(aux), bias != nullptr, s_->bf16};
+                     align(aux), bias != nullptr, bf16_};
     auto [it, fresh] = s_->plans.try_emplace(k);
     if (!fresh) return it->second;
     it->second.d = describe(e, trans_a, trans_b, M, N, K, lda, ldb, ldc, bias, aux);
@@ -299,13 +319,22 @@ struct cublas_gemm {
     }
     return it->second;
   }
-  // A's conversion: the one `a` holds where the caller says A is the previous call's (same_a)
-  // and pointer and extent agree, else a fresh one (stream order makes the reuse safe).
-  const hcomm::bf16* converted_a(const float* x, std::size_t n, bool same_a) const {
-    if (same_a && s_->a_of == x && s_->a_span == n) return s_->a.data();
+  // A's conversion: into the caller's keep_a; the one `a` holds where the caller says A is
+  // the previous call's (same_a) and pointer and extent agree; else a fresh one into `a`
+  // (stream order makes the reuse safe).
+  const hcomm::bf16* converted_a(const float* x, std::size_t n, const gemm_reuse& r) const {
+    if (r.keep_a) {
+      s_->ex.for_each(n, portable::to_bf16{x, r.keep_a});
+      s_->a_of = nullptr;  // `a` does not hold the previous call's A now
+      return r.keep_a;
+    }
+    if (r.same_a && s_->a_of == x && s_->a_span == n) return s_->a.data();
     s_->a_of = x;
     s_->a_span = n;
     return converted(s_->a, x, n);
+  }
+  const hcomm::bf16* converted_b(const float* x, std::size_t n, const gemm_reuse& r) const {
+    return r.kept_b ? r.kept_b : converted(s_->b, x, n);
   }
   const hcomm::bf16* converted(device_array<hcomm::bf16, hcomm::exec::cuda>& to, const float* x, std::size_t n) const {
     if (to.size() < n) to = device_array<hcomm::bf16, hcomm::exec::cuda>(s_->ex, n);
@@ -317,7 +346,7 @@ struct cublas_gemm {
     cublas_check(cublasCreate(&h), "cublasCreate (is a GPU visible?)");
     std::shared_ptr<cublasContext> p(h, destroy{});
     cublas_check(cublasSetStream(h, stream), "cublasSetStream");
-    cublas_check(cublasSetMathMode(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_PEDANTIC_MATH), "cublasSetMathMode");
+    cublas_check(cublasSetMathMode(h, fp32_math(tf32)), "cublasSetMathMode");
     cublas_check(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
     return p;
   }

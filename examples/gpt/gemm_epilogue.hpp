@@ -20,14 +20,18 @@
 #include <concepts>
 #include <cstddef>
 
+#include "gemm_reuse.hpp"
+
 namespace gpt {
 
 enum class gemm_epilogue { bias, gelu_aux, dgelu };
 
+// (reuse: the bf16 conversions kept or reused, gemm_reuse.hpp)
 template <class G>
-concept fusing_gemm = requires(const G& g, gemm_epilogue e, bool t, std::ptrdiff_t n, const float* a, float* c) {
-  { g.can_fuse(e, t, t, n, n, n, a, n, a, n, c, n, a, c) } -> std::same_as<bool>;
-  g.fuse(e, t, t, n, n, n, a, n, a, n, c, n, a, c);
-};
+concept fusing_gemm =
+    requires(const G& g, gemm_epilogue e, bool t, std::ptrdiff_t n, const float* a, float* c, gemm_reuse reuse) {
+      { g.can_fuse(e, t, t, n, n, n, a, n, a, n, c, n, a, c, reuse) } -> std::same_as<bool>;
+      g.fuse(e, t, t, n, n, n, a, n, a, n, c, n, a, c, reuse);
+    };
 
 }  // namespace gpt

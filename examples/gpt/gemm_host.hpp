@@ -10,9 +10,10 @@
 // the product, so the result is what a tensor-core GEMM with bf16 inputs and fp32
 // accumulation computes (gemm_cublas.hpp's bf16 mode), up to the order of the sums. The
 // operands that are bf16 values already (the weights of a bf16 run) are unchanged by it.
-// same_a: the caller says A is the previous call's A, pointer, extent and values (a layer's
-// output gradient, which both of its backward GEMMs read), so its rounding is reused; a
-// different pointer or extent rounds it afresh.
+// gemm_reuse (gemm_reuse.hpp): keep_a stores A's rounding as bfloat16 values for a later
+// call's kept_b, which is widened back to float instead of rounding B (exact either way);
+// same_a reuses the previous call's rounding of A, and a different pointer or extent rounds
+// it afresh.
 #pragma once
 #include <cblas.h>
 
@@ -21,14 +22,11 @@
 #include <memory>
 #include <vector>
 
+#include "gemm_reuse.hpp"
 #include "hcomm/core/bfloat16.hpp"
+#include "hcomm/core/half.hpp"
 
 namespace gpt {
-
-// The elements a row-major operand of `rows` rows of `cols` with leading dimension ld spans.
-inline std::size_t operand_span(std::ptrdiff_t rows, std::ptrdiff_t cols, std::ptrdiff_t ld) {
-  return rows > 0 && cols > 0 ? static_cast<std::size_t>((rows - 1) * ld + cols) : 0;
-}
 
 struct host_gemm {
   static constexpr const char* name = "OpenBLAS sgemm";
@@ -44,11 +42,14 @@ struct host_gemm {
 
   void operator()(bool trans_a, bool trans_b, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha,
                   const float* A, std::ptrdiff_t lda, const float* B, std::ptrdiff_t ldb, float beta, float* C,
-                  std::ptrdiff_t ldc, bool same_a = false) const {
+                  std::ptrdiff_t ldc, gemm_reuse r = {}) const {
     if (bf16) {
       const std::size_t na = operand_span(trans_a ? K : M, trans_a ? M : K, lda);
-      A = same_a && scratch_->a_of == A && scratch_->a_span == na ? scratch_->op[0].data() : rounded(0, A, na);
-      B = rounded(1, B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb));
+      const std::size_t nb = operand_span(trans_b ? N : K, trans_b ? K : N, ldb);
+      A = rounded_a(A, na, r.same_a);
+      if (r.keep_a)
+        for (std::size_t i = 0; i < na; ++i) r.keep_a[i] = hcomm::bf16(A[i]);
+      B = r.kept_b ? widened(scratch_->op[1], r.kept_b, nb) : rounded(scratch_->op[1], B, nb);
     }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
                 static_cast<int>(M), static_cast<int>(N), static_cast<int>(K), alpha, A, static_cast<int>(lda), B,
@@ -65,14 +66,22 @@ struct host_gemm {
   };
   std::shared_ptr<scratch> scratch_ = std::make_shared<scratch>();
 
-  const float* rounded(int which, const float* x, std::size_t n) const {
-    std::vector<float>& r = scratch_->op[static_cast<std::size_t>(which)];
+  // A's rounding: the one op[0] holds where the caller says A is the previous call's (same_a)
+  // and pointer and extent agree, else a fresh one (gemm_cublas.hpp's converted_a).
+  const float* rounded_a(const float* x, std::size_t n, bool same_a) const {
+    if (same_a && scratch_->a_of == x && scratch_->a_span == n) return scratch_->op[0].data();
+    scratch_->a_of = x;
+    scratch_->a_span = n;
+    return rounded(scratch_->op[0], x, n);
+  }
+  static const float* rounded(std::vector<float>& r, const float* x, std::size_t n) {
     if (r.size() < n) r.resize(n);
     for (std::size_t i = 0; i < n; ++i) r[i] = hcomm::round_to_bf16(x[i]);
-    if (which == 0) {
-      scratch_->a_of = x;
-      scratch_->a_span = n;
-    }
+    return r.data();
+  }
+  static const float* widened(std::vector<float>& r, const hcomm::bf16* x, std::size_t n) {
+    if (r.size() < n) r.resize(n);
+    for (std::size_t i = 0; i < n; ++i) r[i] = static_cast<float>(x[i]);
     return r.data();
   }
 };

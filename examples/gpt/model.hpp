@@ -134,6 +134,17 @@ class basic_stage_model {
     embed_numel_ = first_ && c.bert_post_ln() ? N_ * C_ + 2 * N_ : 0;
     act_stride_ = N_ * C_ + per_layer_ * (l1_ - l0_) + head_numel_ + embed_numel_;
     acts_ = be_.template make_array<float>(z(act_stride_ * M_));
+    // bf16: the block linear layers' inputs as bfloat16 (kept_of), per micro-batch and layer:
+    // qkv's, attention out's, fc's and mlp out's, each 256-byte aligned (cuBLASLt, vector loads)
+    if (c.bf16) {
+      const std::int64_t width[4] = {C_, Cl_, C_, Hl_};
+      for (int w = 0; w < 4; ++w) {
+        keep_at_[w] = keep_per_layer_;
+        keep_per_layer_ += (N_ * width[w] + 127) / 128 * 128;
+      }
+      keep_ = be_.template make_array<hcomm::bf16>(z(keep_per_layer_ * (l1_ - l0_) * M_));
+      kept_ok_.assign(z(4 * (l1_ - l0_) * M_), 0);
+    }
     dres_ = be_.template make_array<float>(z(N_ * C_));
     dln_a_ = be_.template make_array<float>(z(N_ * C_));
     dln_b_ = be_.template make_array<float>(z(N_ * C_));
@@ -227,7 +238,7 @@ class basic_stage_model {
     if (first_) embed_forward(mb, x, staged(tokens_, tokens), tp);
     if (first_) to_storage(x);
     for (int l = l0_; l < l1_; ++l) {
-      layer_forward(l, acts_of(mb, l), x, tp);
+      layer_forward(l, mb, x, tp);
       x = acts_of(mb, l).out;
       to_storage(x);
     }
@@ -465,60 +476,82 @@ class basic_stage_model {
     if (cfg_.arch != arch_kind::neox) be_.add_positions_backward(g_wpe(), d, N_, T_, C_);
   }
 
+  // --precision bf16: a block linear layer's input x as its forward GEMM converted it to
+  // bfloat16 (`at`), kept for the backward's weight gradient, which then converts only the
+  // output gradient (gemm_reuse.hpp); `ok` says the forward wrote it (not when a hook ran the
+  // layer). Null when fp32.
+  struct kept_input {
+    hcomm::bf16* at = nullptr;
+    unsigned char* ok = nullptr;
+    const hcomm::bf16* valid() const { return ok && *ok ? at : nullptr; }
+  };
+  kept_input kept_of(int mb, int l, int which) {
+    if (kept_ok_.empty()) return {};
+    const std::int64_t slot = static_cast<std::int64_t>(mb) * (l1_ - l0_) + (l - l0_);
+    return {keep_.data() + slot * keep_per_layer_ + keep_at_[which], &kept_ok_[z(slot * 4 + which)]};
+  }
+
   // The block's linear layers: through the hook when it takes them (sparse weights), else
   // sgemm. Same bias arithmetic either way, so without a hook nothing changes.
-  void lin_forward(int l, int which, float* out, const float* x, const float* W, const float* b, std::int64_t N,
+  void lin_forward(int mb, int l, int which, float* out, const float* x, const float* W, const float* b, std::int64_t N,
                    std::int64_t K, std::int64_t O) {
+    const kept_input k = kept_of(mb, l, which);
     if (ops_ && ops_->linear_forward(l, which, out, x, N)) {
+      if (k.ok) *k.ok = 0;
       if (b) be_.add_bias_rows(out, b, N, O);
       return;
     }
-    be_.matmul_forward(out, x, W, b, N, K, O);
+    be_.matmul_forward(out, x, W, b, N, K, O, k.at);
+    if (k.ok) *k.ok = 1;
   }
-  void lin_backward(int l, int which, float* dx, float* dW, float* db, const float* dout, const float* x, const float* W,
-                    std::int64_t N, std::int64_t K, std::int64_t O) {
+  void lin_backward(int mb, int l, int which, float* dx, float* dW, float* db, const float* dout, const float* x,
+                    const float* W, std::int64_t N, std::int64_t K, std::int64_t O) {
     if (ops_ && ops_->linear_backward(l, which, dx, dout, x, N, false)) {
       if (db) be_.column_sums_add(db, dout, N, O);
       return;
     }
-    be_.matmul_backward(dx, dW, db, dout, x, W, N, K, O, false);
+    be_.matmul_backward(dx, dW, db, dout, x, W, N, K, O, false, kept_of(mb, l, which).valid());
   }
 
   // The MLP's first layer and its gelu (h kept for backward), and the second layer's backward
   // into that gelu: one fused GEMM each where the backend can (ops_portable.hpp on cuBLASLt).
-  void lin_gelu_forward(int l, int which, float* h, float* g, const float* x, const float* W, const float* b,
+  void lin_gelu_forward(int mb, int l, int which, float* h, float* g, const float* x, const float* W, const float* b,
                         std::int64_t N, std::int64_t K, std::int64_t O) {
+    const kept_input k = kept_of(mb, l, which);
     if (ops_ && ops_->linear_forward(l, which, h, x, N)) {
+      if (k.ok) *k.ok = 0;
       if (b) be_.add_bias_rows(h, b, N, O);
       be_.gelu_forward(g, h, N * O);
       return;
     }
-    be_.matmul_gelu_forward(h, g, x, W, b, N, K, O);
+    be_.matmul_gelu_forward(h, g, x, W, b, N, K, O, k.at);
+    if (k.ok) *k.ok = 1;
   }
-  void lin_gelu_backward(int l, int which, float* dh, float* dW, float* db, const float* dout, const float* g,
+  void lin_gelu_backward(int mb, int l, int which, float* dh, float* dW, float* db, const float* dout, const float* g,
                          const float* h, const float* W, std::int64_t N, std::int64_t K, std::int64_t O) {
     if (ops_ && ops_->linear_backward(l, which, dh, dout, g, N, false)) {
       if (db) be_.column_sums_add(db, dout, N, O);
       be_.gelu_backward(dh, h, dh, N * K);
       return;
     }
-    be_.matmul_gelu_backward(dh, dW, db, dout, g, h, W, N, K, O);
+    be_.matmul_gelu_backward(dh, dW, db, dout, g, h, W, N, K, O, kept_of(mb, l, which).valid());
   }
 
   template <class Tp>
-  void layer_forward(int l, const layer_a& a, const float* x, Tp& tp) {
-    if (cfg_.bert_post_ln()) return post_ln_layer_forward(l, a, x, tp);
+  void layer_forward(int l, int mb, const float* x, Tp& tp) {
+    if (cfg_.bert_post_ln()) return post_ln_layer_forward(l, mb, x, tp);
+    const layer_a a = acts_of(mb, l);
     const layer_p p = layer_params(l, params.data());
     const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
     // attention branch: ln1 -> qkv (column-parallel) -> rotary -> attention -> proj (row-parallel)
     be_.layernorm_forward(a.ln1, a.mean1, a.rstd1, x, p.ln1_w, p.ln1_b, N, C);      // [N,C]
-    lin_forward(l, 0, a.qkv, a.ln1, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                // [N,3C/tp]
+    lin_forward(mb, l, 0, a.qkv, a.ln1, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                // [N,3C/tp]
     be_.rotary_apply(a.qkv, cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, false);
     attention_operands(a.qkv, 3 * Cl);
     if (!ops_ || !ops_->attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_))
       be_.attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_, causal_);         // [N,C/tp]
     float* attn_out = a.out;  // borrow the output buffer for the attention branch [N,C]
-    lin_forward(l, 1, attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);               // partial [N,C]
+    lin_forward(mb, l, 1, attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);               // partial [N,C]
     tp.allreduce(std::span<float>(attn_out, static_cast<std::size_t>(N * C)));
     be_.add_bias_rows(attn_out, p.proj_b, N, C);
     // gpt2, pre-LN bert: r1 = x + attn; mlp reads ln2(r1). neox (parallel residual): mlp reads ln2(x).
@@ -530,8 +563,8 @@ class basic_stage_model {
       be_.residual_forward(a.r1, x, attn_out, N * C);  // x + attn, the mlp output is added below
     }
     be_.layernorm_forward(a.ln2, a.mean2, a.rstd2, mlp_in, p.ln2_w, p.ln2_b, N, C);  // [N,C]
-    lin_gelu_forward(l, 2, a.h, a.g, a.ln2, p.fc_w, p.fc_b, N, C, H);               // [N,4C/tp]
-    lin_forward(l, 3, a.out, a.g, p.fcp_w, nullptr, N, H, C);                       // partial [N,C]
+    lin_gelu_forward(mb, l, 2, a.h, a.g, a.ln2, p.fc_w, p.fc_b, N, C, H);               // [N,4C/tp]
+    lin_forward(mb, l, 3, a.out, a.g, p.fcp_w, nullptr, N, H, C);                       // partial [N,C]
     tp.allreduce(std::span<float>(a.out, static_cast<std::size_t>(N * C)));
     be_.add_bias_rows(a.out, p.fcp_b, N, C);
     be_.add_inplace(a.out, a.r1, N * C);  // out = r1 + mlp  (gpt2: x+attn+mlp sequentially; neox: in parallel)
@@ -551,20 +584,20 @@ class basic_stage_model {
     const float* mlp_in = gpt2 ? a.r1 : x;
     // mlp branch: d out -> fcp (row-parallel: local input grad, no comm) -> gelu -> fc
     // (column-parallel: the input gradient is a partial sum -> allreduce)
-    lin_gelu_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, d, a.g, a.h, p.fcp_w, N, H, C);  // d h [N,4C/tp]
-    lin_backward(l, 2, dln_b_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln2, p.fc_w, N, C, H);
+    lin_gelu_backward(mb, l, 3, dhid_.data(), g.fcp_w, g.fcp_b, d, a.g, a.h, p.fcp_w, N, H, C);  // d h [N,4C/tp]
+    lin_backward(mb, l, 2, dln_b_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln2, p.fc_w, N, C, H);
     tp.allreduce(sp(dln_b_));                                                 // d ln2 [N,C]
     if (gpt2) {
       // d r1 = d out + ln2'(d ln2); the attention branch then sees d r1
       be_.layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), mlp_in, p.ln2_w, a.mean2, a.rstd2, N, C);
     }
     // attention branch with d attn = d (gpt2: d r1, neox: d out)
-    lin_backward(l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);  // [N,C/tp]
+    lin_backward(mb, l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);  // [N,C/tp]
     attention_operands(datty_.data(), Cl);
     if (!ops_ || !ops_->attention_backward(dqkv_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_))
       be_.attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_, causal_);
     be_.rotary_apply(dqkv_.data(), cos_.data(), sin_.data(), N, T_, nh_, hd_, rot_, true);
-    lin_backward(l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), a.ln1, p.qkv_w, N, C, 3 * Cl);
+    lin_backward(mb, l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), a.ln1, p.qkv_w, N, C, 3 * Cl);
     tp.allreduce(sp(dln_a_));                                                 // d ln1 [N,C]
     if (!gpt2) be_.layernorm_backward(d, g.ln2_w, g.ln2_b, dln_b_.data(), x, p.ln2_w, a.mean2, a.rstd2, N, C);
     be_.layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), x, p.ln1_w, a.mean1, a.rstd1, N, C);  // d x
@@ -573,21 +606,22 @@ class basic_stage_model {
   // BERT's post-LN block: r1 = x + attn(x), y1 = ln1(r1), r2 = y1 + mlp(y1), out = ln2(r2).
   // Buffers: ln1 holds y1, r1 holds r1, ln2 holds r2 (the inputs of the two LayerNorms).
   template <class Tp>
-  void post_ln_layer_forward(int l, const layer_a& a, const float* x, Tp& tp) {
+  void post_ln_layer_forward(int l, int mb, const float* x, Tp& tp) {
+    const layer_a a = acts_of(mb, l);
     const layer_p p = layer_params(l, params.data());
     const std::int64_t N = N_, C = C_, Cl = Cl_, H = Hl_;
-    lin_forward(l, 0, a.qkv, x, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                   // [N,3C/tp]
+    lin_forward(mb, l, 0, a.qkv, x, p.qkv_w, p.qkv_b, N, C, 3 * Cl);                   // [N,3C/tp]
     attention_operands(a.qkv, 3 * Cl);
     if (!ops_ || !ops_->attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_))
       be_.attention_forward(a.atty, a.att, a.qkv, S_, T_, nh_, hd_, causal_);        // [N,C/tp]
     float* attn_out = a.out;  // borrowed until ln2 writes the block's output
-    lin_forward(l, 1, attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);              // partial [N,C]
+    lin_forward(mb, l, 1, attn_out, a.atty, p.proj_w, nullptr, N, Cl, C);              // partial [N,C]
     tp.allreduce(std::span<float>(attn_out, static_cast<std::size_t>(N * C)));
     be_.add_bias_rows(attn_out, p.proj_b, N, C);
     be_.residual_forward(a.r1, x, attn_out, N * C);
     be_.layernorm_forward(a.ln1, a.mean1, a.rstd1, a.r1, p.ln1_w, p.ln1_b, N, C);  // y1 [N,C]
-    lin_gelu_forward(l, 2, a.h, a.g, a.ln1, p.fc_w, p.fc_b, N, C, H);              // [N,4C/tp]
-    lin_forward(l, 3, a.ln2, a.g, p.fcp_w, nullptr, N, H, C);                      // partial [N,C]
+    lin_gelu_forward(mb, l, 2, a.h, a.g, a.ln1, p.fc_w, p.fc_b, N, C, H);              // [N,4C/tp]
+    lin_forward(mb, l, 3, a.ln2, a.g, p.fcp_w, nullptr, N, H, C);                      // partial [N,C]
     tp.allreduce(std::span<float>(a.ln2, static_cast<std::size_t>(N * C)));
     be_.add_bias_rows(a.ln2, p.fcp_b, N, C);
     be_.add_inplace(a.ln2, a.ln1, N * C);                                           // r2 = y1 + mlp
@@ -604,17 +638,17 @@ class basic_stage_model {
     float* d = dres_.data();
     zero(dln_b_);
     be_.layernorm_backward(dln_b_.data(), g.ln2_w, g.ln2_b, d, a.ln2, p.ln2_w, a.mean2, a.rstd2, N, C);  // d r2
-    lin_gelu_backward(l, 3, dhid_.data(), g.fcp_w, g.fcp_b, dln_b_.data(), a.g, a.h, p.fcp_w, N, H, C);
-    lin_backward(l, 2, dln_a_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln1, p.fc_w, N, C, H);
+    lin_gelu_backward(mb, l, 3, dhid_.data(), g.fcp_w, g.fcp_b, dln_b_.data(), a.g, a.h, p.fcp_w, N, H, C);
+    lin_backward(mb, l, 2, dln_a_.data(), g.fc_w, g.fc_b, dhid_.data(), a.ln1, p.fc_w, N, C, H);
     tp.allreduce(sp(dln_a_));
     be_.add_inplace(dln_a_.data(), dln_b_.data(), N * C);                                                  // d y1
     zero(dres_);
     be_.layernorm_backward(d, g.ln1_w, g.ln1_b, dln_a_.data(), a.r1, p.ln1_w, a.mean1, a.rstd1, N, C);  // d r1
-    lin_backward(l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);
+    lin_backward(mb, l, 1, datty_.data(), g.proj_w, g.proj_b, d, a.atty, p.proj_w, N, Cl, C);
     attention_operands(datty_.data(), Cl);
     if (!ops_ || !ops_->attention_backward(dqkv_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_))
       be_.attention_backward(dqkv_.data(), dP_.data(), datty_.data(), a.qkv, a.att, a.atty, S_, T_, nh_, hd_, causal_);
-    lin_backward(l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), x, p.qkv_w, N, C, 3 * Cl);
+    lin_backward(mb, l, 0, dln_a_.data(), g.qkv_w, g.qkv_b, dqkv_.data(), x, p.qkv_w, N, C, 3 * Cl);
     tp.allreduce(sp(dln_a_));
     be_.add_inplace(d, dln_a_.data(), N * C);                                                              // d x
   }
@@ -700,6 +734,9 @@ class basic_stage_model {
   std::int64_t N_ = 0, act_stride_ = 0, per_layer_ = 0, att_numel_ = 0, head_numel_ = 0, embed_numel_ = 0, correct_ = 0;
   array<float> acts_, dres_, dln_a_, dln_b_, dhid_, dqkv_, datty_, dP_, logits_, ce_max_, ce_gather_, ce_sums_;
   array<float> cos_, sin_;
+  array<hcomm::bf16> keep_;  // bf16: the linear layers' inputs (kept_of)
+  std::int64_t keep_per_layer_ = 0, keep_at_[4] = {};
+  std::vector<unsigned char> kept_ok_;
   array<int> tokens_, targets_;  // staged micro-batch (backends without host memory)
   // host copies of the loss's small arrays and of the logits (backends without host memory)
   mutable std::vector<float> ce_max_host_, ce_gather_host_, ce_sums_host_, logits_host_;

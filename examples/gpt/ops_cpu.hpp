@@ -110,30 +110,34 @@ struct cpu_ops {
     const auto timed = tick("layernorm_bwd");
     k::layernorm_backward(dx, dw, db, dout, x, w, mean, rstd, N, C);
   }
-  void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC) const {
+  // keep_x and kept_x (bf16): x's bfloat16 rounding kept by the forward for the backward's
+  // weight gradient (gemm_reuse.hpp); fp32 ignores them.
+  void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC,
+                      hcomm::bf16* keep_x = nullptr) const {
     const auto timed = tick("gemm_fwd");
     if (!gemm_.bf16_mode()) return k::matmul_forward(out, x, W, bias, N, C, OC);
-    gemm_(false, true, N, OC, C, 1.f, x, C, W, C, 0.f, out, OC);
+    gemm_(false, true, N, OC, C, 1.f, x, C, W, C, 0.f, out, OC, {.keep_a = keep_x});
     if (bias) k::add_bias_rows(out, bias, N, OC);
   }
   void matmul_backward(float* dx, float* dW, float* dbias, const float* dout, const float* x, const float* W, idx N,
-                       idx C, idx OC, bool accumulate_dx) const {
+                       idx C, idx OC, bool accumulate_dx, const hcomm::bf16* kept_x = nullptr) const {
     const auto timed = tick("gemm_bwd");
     if (!gemm_.bf16_mode()) return k::matmul_backward(dx, dW, dbias, dout, x, W, N, C, OC, accumulate_dx);
     if (dx) gemm_(false, false, N, C, OC, 1.f, dout, OC, W, C, accumulate_dx ? 1.f : 0.f, dx, C);
-    gemm_(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C, dx != nullptr);  // dout rounded once
+    // dout rounded once for both GEMMs, x not again
+    gemm_(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C, {.kept_b = kept_x, .same_a = dx != nullptr});
     if (dbias) k::column_sums_add(dbias, dout, N, OC);
   }
   // The MLP's layers around its gelu, as two kernels here (ops_portable.hpp fuses them where
   // the GEMM library can): h = x W^T + bias, g = gelu(h); and dh = (dout W) * gelu'(h).
   void matmul_gelu_forward(float* h, float* g, const float* x, const float* W, const float* bias, idx N, idx C,
-                           idx OC) const {
-    matmul_forward(h, x, W, bias, N, C, OC);
+                           idx OC, hcomm::bf16* keep_x = nullptr) const {
+    matmul_forward(h, x, W, bias, N, C, OC, keep_x);
     gelu_forward(g, h, N * OC);
   }
   void matmul_gelu_backward(float* dh, float* dW, float* dbias, const float* dout, const float* g, const float* h,
-                            const float* W, idx N, idx C, idx OC) const {
-    matmul_backward(dh, dW, dbias, dout, g, W, N, C, OC, false);
+                            const float* W, idx N, idx C, idx OC, const hcomm::bf16* kept_g = nullptr) const {
+    matmul_backward(dh, dW, dbias, dout, g, W, N, C, OC, false, kept_g);
     gelu_backward(dh, h, dh, N * C);
   }
   void gelu_forward(float* out, const float* x, idx n) const {

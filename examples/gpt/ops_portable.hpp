@@ -28,6 +28,7 @@
 #include "device_array.hpp"
 #include "gemm_epilogue.hpp"
 #include "gemm_host.hpp"
+#include "gemm_reuse.hpp"
 #include "hcomm/core/error.hpp"
 #include "kernel_clock.hpp"
 #include "portable/adamw.hpp"
@@ -96,7 +97,7 @@ struct portable_ops {
   // The column sums' first-pass scratch (bias and LayerNorm parameter gradients) for up to
   // `rows` rows of `widest` columns (2 C for LayerNorm's pair), made with the model.
   void reserve_column_sums(std::size_t rows, std::size_t widest) const {
-    column_scratch(portable::column_chunks(rows) * widest);
+    column_scratch(portable::column_sums_scratch(rows, widest));
   }
 
   // ---- memory ----
@@ -173,52 +174,59 @@ struct portable_ops {
                           const float* mean, const float* rstd, idx N, idx C) const {
     const auto timed = tick("layernorm_bwd");
     ex.launch(z(N), row_team, portable::layernorm_backward_input{dx, dout, x, w, mean, rstd, i32(C)});
-    portable::layernorm_backward_params(ex, column_scratch(portable::column_chunks(z(N)) * 2 * z(C)), dw, db, dout,
+    portable::layernorm_backward_params(ex, column_scratch(portable::layernorm_params_scratch(z(N), z(C))), dw, db, dout,
                                         x, mean, rstd, z(N), i32(C));
   }
-  // out[N,OC] = x[N,C] W[OC,C]^T + bias
-  void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC) const {
-    if (bias && fused("gemm_fwd", gemm_epilogue::bias, false, true, N, OC, C, x, C, W, C, out, OC, bias, nullptr)) return;
-    matmul_forward_unfused(out, x, W, bias, N, C, OC);
+  // out[N,OC] = x[N,C] W[OC,C]^T + bias. keep_x (bf16 runs): x's bfloat16 conversion, kept
+  // there for matmul_backward's kept_x (gemm_reuse.hpp).
+  void matmul_forward(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC,
+                      hcomm::bf16* keep_x = nullptr) const {
+    if (bias && fused("gemm_fwd", gemm_epilogue::bias, false, true, N, OC, C, x, C, W, C, out, OC, bias, nullptr,
+                      {.keep_a = keep_x}))
+      return;
+    matmul_forward_unfused(out, x, W, bias, N, C, OC, keep_x);
   }
-  void matmul_forward_unfused(float* out, const float* x, const float* W, const float* bias, idx N, idx C,
-                              idx OC) const {
+  void matmul_forward_unfused(float* out, const float* x, const float* W, const float* bias, idx N, idx C, idx OC,
+                              hcomm::bf16* keep_x) const {
     {
       const auto timed = tick("gemm_fwd");
-      gemm(false, true, N, OC, C, 1.f, x, C, W, C, 0.f, out, OC);
+      gemm(false, true, N, OC, C, 1.f, x, C, W, C, 0.f, out, OC, {.keep_a = keep_x});
     }
     if (bias) add_bias_rows(out, bias, N, OC);
   }
   // The MLP's first layer: h[N,OC] = x W^T + bias (kept for backward), g = gelu(h).
   void matmul_gelu_forward(float* h, float* g, const float* x, const float* W, const float* bias, idx N, idx C,
-                           idx OC) const {
-    if (fused("gemm_fwd", gemm_epilogue::gelu_aux, false, true, N, OC, C, x, C, W, C, g, OC, bias, h)) return;
-    matmul_forward_unfused(h, x, W, bias, N, C, OC);  // counted once, as unfused
+                           idx OC, hcomm::bf16* keep_x = nullptr) const {
+    if (fused("gemm_fwd", gemm_epilogue::gelu_aux, false, true, N, OC, C, x, C, W, C, g, OC, bias, h,
+              {.keep_a = keep_x}))
+      return;
+    matmul_forward_unfused(h, x, W, bias, N, C, OC, keep_x);  // counted once, as unfused
     gelu_forward(g, h, N * OC);
   }
-  // dx (+= or =) dout W; dW += dout^T x; dbias += column sums of dout
+  // dx (+= or =) dout W; dW += dout^T x; dbias += column sums of dout. kept_x: what the
+  // forward's keep_x holds (x's bfloat16 conversion), or null.
   void matmul_backward(float* dx, float* dW, float* dbias, const float* dout, const float* x, const float* W, idx N,
-                       idx C, idx OC, bool accumulate_dx) const {
+                       idx C, idx OC, bool accumulate_dx, const hcomm::bf16* kept_x = nullptr) const {
     {
       const auto timed = tick("gemm_bwd");
       if (dx) gemm(false, false, N, C, OC, 1.f, dout, OC, W, C, accumulate_dx ? 1.f : 0.f, dx, C);
-      weight_gradient(dW, dout, x, N, C, OC, dx != nullptr);
+      weight_gradient(dW, dout, x, N, C, OC, {.kept_b = kept_x, .same_a = dx != nullptr});
     }
     if (dbias) column_sums_add(dbias, dout, N, OC);
   }
   // The MLP's second layer backward, into the gelu before it (g = gelu(h) was its input):
   // dh = (dout W) * gelu'(h); dW += dout^T g; dbias += column sums of dout.
   void matmul_gelu_backward(float* dh, float* dW, float* dbias, const float* dout, const float* g, const float* h,
-                            const float* W, idx N, idx C, idx OC) const {
-    if (!can_fuse(gemm_epilogue::dgelu, false, false, N, C, OC, dout, OC, W, C, dh, C, nullptr, h)) {
-      matmul_backward(dh, dW, dbias, dout, g, W, N, C, OC, false);
+                            const float* W, idx N, idx C, idx OC, const hcomm::bf16* kept_g = nullptr) const {
+    if (!can_fuse(gemm_epilogue::dgelu, false, false, N, C, OC, dout, OC, W, C, dh, C, nullptr, h, {})) {
+      matmul_backward(dh, dW, dbias, dout, g, W, N, C, OC, false, kept_g);
       gelu_backward(dh, h, dh, N * C);
       return;
     }
     {
       const auto timed = tick("gemm_bwd");
-      fuse(gemm_epilogue::dgelu, false, false, N, C, OC, dout, OC, W, C, dh, C, nullptr, h);
-      weight_gradient(dW, dout, g, N, C, OC, true);
+      fuse(gemm_epilogue::dgelu, false, false, N, C, OC, dout, OC, W, C, dh, C, nullptr, h, {});
+      weight_gradient(dW, dout, g, N, C, OC, {.kept_b = kept_g, .same_a = true});
     }
     if (dbias) column_sums_add(dbias, dout, N, OC);
   }
@@ -290,7 +298,7 @@ struct portable_ops {
   }
   void column_sums_add(float* acc, const float* d, idx N, idx C) const {
     const auto timed = tick("bias_bwd");
-    portable::column_sums_add(ex, column_scratch(portable::column_chunks(z(N)) * z(C)), acc, d, z(N), i32(C));
+    portable::column_sums_add(ex, column_scratch(portable::column_sums_scratch(z(N), z(C))), acc, d, z(N), i32(C));
   }
   void round_bf16(float* x, idx n) const {
     const auto timed = tick("round_bf16");
@@ -352,25 +360,26 @@ struct portable_ops {
     return scratch_->columns.data();
   }
   // dW[OC,C] += dout[N,OC]^T x[N,C]: a linear layer's weight gradient (the caller times it).
-  // same_dout: the GEMM just before read dout as its A too (bf16: its conversion is reused).
-  void weight_gradient(float* dW, const float* dout, const float* x, idx N, idx C, idx OC, bool same_dout) const {
-    gemm(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C, same_dout);
+  // reuse (bf16): same_a when the GEMM just before read dout as its A too, kept_b x's kept
+  // conversion.
+  void weight_gradient(float* dW, const float* dout, const float* x, idx N, idx C, idx OC, gemm_reuse reuse) const {
+    gemm(true, false, OC, C, N, 1.f, dout, OC, x, C, 1.f, dW, C, reuse);
   }
   // A GEMM with an epilogue fused by the GEMM library (gemm_epilogue.hpp), if it takes this one.
   bool can_fuse(gemm_epilogue e, bool ta, bool tb, idx M, idx N, idx K, const float* A, idx lda, const float* B,
-                idx ldb, float* C, idx ldc, const float* bias, const float* aux) const {
-    if constexpr (fusing_gemm<Gemm>) return gemm.can_fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux);
+                idx ldb, float* C, idx ldc, const float* bias, const float* aux, gemm_reuse reuse) const {
+    if constexpr (fusing_gemm<Gemm>) return gemm.can_fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux, reuse);
     else return false;
   }
   void fuse(gemm_epilogue e, bool ta, bool tb, idx M, idx N, idx K, const float* A, idx lda, const float* B, idx ldb,
-            float* C, idx ldc, const float* bias, const float* aux) const {
-    if constexpr (fusing_gemm<Gemm>) gemm.fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux);
+            float* C, idx ldc, const float* bias, const float* aux, gemm_reuse reuse) const {
+    if constexpr (fusing_gemm<Gemm>) gemm.fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux, reuse);
   }
   bool fused(const char* name, gemm_epilogue e, bool ta, bool tb, idx M, idx N, idx K, const float* A, idx lda,
-             const float* B, idx ldb, float* C, idx ldc, const float* bias, float* aux) const {
-    if (!can_fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux)) return false;
+             const float* B, idx ldb, float* C, idx ldc, const float* bias, float* aux, gemm_reuse reuse) const {
+    if (!can_fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux, reuse)) return false;
     const auto timed = tick(name);
-    fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux);
+    fuse(e, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, bias, aux, reuse);
     return true;
   }
 

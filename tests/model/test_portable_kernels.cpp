@@ -65,7 +65,7 @@ TEST_CASE("portable layernorm: host-check = host, and kernels.hpp's to rounding"
     ex.launch(N, team, gpt::portable::layernorm_forward{out.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), C});
     ex.launch(N, team, gpt::portable::layernorm_backward_input{dx.data(), dout.data(), x.data(), w.data(), mean.data(),
                                                                rstd.data(), C});
-    std::vector<float> partial(gpt::portable::column_chunks(N) * 2 * C);
+    std::vector<float> partial(gpt::portable::layernorm_params_scratch(N, C));
     gpt::portable::layernorm_backward_params(ex, partial.data(), dw.data(), db.data(), dout.data(), x.data(),
                                              mean.data(), rstd.data(), N, C);
   };

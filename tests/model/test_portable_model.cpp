@@ -41,14 +41,14 @@ struct fusing_host_gemm : gpt::host_gemm {
   using idx = std::ptrdiff_t;
   std::shared_ptr<std::size_t> fused = std::make_shared<std::size_t>(0), declined = std::make_shared<std::size_t>(0);
   bool can_fuse(gpt::gemm_epilogue, bool, bool, idx, idx, idx, const float*, idx, const float*, idx, float*, idx,
-                const float*, const float*) const {
+                const float*, const float*, gpt::gemm_reuse) const {
     const bool yes = (*fused + *declined) % 3 != 2;
     if (!yes) ++*declined;
     return yes;
   }
   void fuse(gpt::gemm_epilogue e, bool ta, bool tb, idx M, idx N, idx K, const float* A, idx lda, const float* B,
-            idx ldb, float* C, idx ldc, const float* bias, const float* aux) const {
-    (*this)(ta, tb, M, N, K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
+            idx ldb, float* C, idx ldc, const float* bias, const float* aux, gpt::gemm_reuse reuse) const {
+    (*this)(ta, tb, M, N, K, 1.f, A, lda, B, ldb, 0.f, C, ldc, reuse);
     float* h = const_cast<float*>(aux);
     for (idx m = 0; m < M; ++m)
       for (idx n = 0; n < N; ++n) {
@@ -68,6 +68,16 @@ struct fusing_host_gemm : gpt::host_gemm {
 };
 static_assert(gpt::fusing_gemm<fusing_host_gemm>);
 using fused_ops = gpt::portable_ops<hcomm::exec::host_check, fusing_host_gemm>;
+
+// host_gemm rounding every operand afresh: keep_a and kept_b dropped (same_a kept).
+struct fresh_host_gemm : gpt::host_gemm {
+  void operator()(bool ta, bool tb, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha, const float* A,
+                  std::ptrdiff_t lda, const float* B, std::ptrdiff_t ldb, float beta, float* C, std::ptrdiff_t ldc,
+                  gpt::gemm_reuse r = {}) const {
+    gpt::host_gemm::operator()(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, {.same_a = r.same_a});
+  }
+};
+using fresh_ops = gpt::portable_ops<hcomm::exec::host_check, fresh_host_gemm>;
 
 }  // namespace
 
@@ -209,16 +219,28 @@ TEST_CASE("bf16 GEMMs take bfloat16 operands on every host backend", "[model][po
   {  // same_a: A's rounding is reused for the same pointer and extent, and only then
     std::vector<float> x2 = x, again(N * OC), fresh(N * OC);
     for (float& v : x2) v *= 3.f;  // another pointer, other values
-    g(false, true, N, OC, C, 1.f, x2.data(), C, W.data(), C, 0.f, fresh.data(), OC, true);
+    g(false, true, N, OC, C, 1.f, x2.data(), C, W.data(), C, 0.f, fresh.data(), OC, {.same_a = true});
     CHECK(fresh != got);
     std::copy(x.begin(), x.end(), x2.begin());  // x's values behind the rounded pointer: a reuse does not see them
-    g(false, true, N, OC, C, 1.f, x2.data(), C, W.data(), C, 0.f, again.data(), OC, true);
+    g(false, true, N, OC, C, 1.f, x2.data(), C, W.data(), C, 0.f, again.data(), OC, {.same_a = true});
     CHECK(again == fresh);
-    g(false, true, N - 1, OC, C, 1.f, x2.data(), C, W.data(), C, 0.f, again.data(), OC, true);
+    g(false, true, N - 1, OC, C, 1.f, x2.data(), C, W.data(), C, 0.f, again.data(), OC, {.same_a = true});
     std::vector<float> shorter(N * OC);  // another extent: rounded anew, x's product
     gpt::host_gemm{}(false, true, N - 1, OC, C, 1.f, xr.data(), C, Wr.data(), C, 0.f, shorter.data(), OC);
     CHECK(std::equal(again.begin(), again.begin() + (N - 1) * OC, shorter.begin()));
     CHECK(!std::equal(again.begin(), again.begin() + (N - 1) * OC, fresh.begin()));
+  }
+  {  // keep_a stores A's rounding as bfloat16; kept_b is multiplied instead of B
+    std::vector<hcomm::bf16> kept(N * C);
+    std::vector<float> out(N * OC), dW(OC * C, 0.f), dW_ref(OC * C, 0.f);
+    g(false, true, N, OC, C, 1.f, x.data(), C, W.data(), C, 0.f, out.data(), OC, {.keep_a = kept.data()});
+    CHECK(out == got);
+    for (std::size_t i = 0; i < kept.size(); ++i) REQUIRE(static_cast<float>(kept[i]) == xr[i]);
+    std::vector<float> other = x;
+    for (float& v : other) v = -v;  // B's own values are not read when kept_b is given
+    g(true, false, OC, C, N, 1.f, dout.data(), OC, other.data(), C, 1.f, dW.data(), C, {.kept_b = kept.data()});
+    gpt::host_gemm{}(true, false, OC, C, N, 1.f, doutr.data(), OC, xr.data(), C, 1.f, dW_ref.data(), C);
+    CHECK(dW == dW_ref);
   }
   for (std::int64_t n = 0; n < N; ++n)
     for (std::int64_t o = 0; o < OC; ++o) ref[n * OC + o] += bias[o];
@@ -283,6 +305,30 @@ TEST_CASE("bf16 attention operands: rounded on load = rounded by the model, bit 
     CHECK(bare.loss == hooked.loss);
     CHECK(bare.logits == hooked.logits);
     CHECK(bare.grads == hooked.grads);
+  }
+}
+
+// bf16: the forward keeps each block linear layer's input as bfloat16 for the backward's weight
+// gradient (model.hpp's kept_of, gemm_reuse.hpp). Over several micro-batches and layers that
+// gives the bits of rounding the inputs afresh, and a reuse of the wrong micro-batch's or
+// layer's copy would not.
+TEST_CASE("bf16: kept linear-layer inputs give the bits of converting them afresh", "[model][portable][bf16]") {
+  for (const gpt_test::variant& v : gpt_test::variants) {
+    if (!v.bf16) continue;
+    INFO(v.name);
+    const gpt::config c = small_config(v.arch, v.post_ln, v.bf16);
+    REQUIRE(c.layers >= 2);
+    const int micro = 3;
+    const auto [tokens, targets] = gpt_test::random_batch(c, static_cast<std::size_t>(2 * micro * c.block), 17);
+    const pass kept = gpt_test::run_pass<checked_model>(c, tokens, targets, micro);
+    const pass fresh = gpt_test::run_pass<gpt::basic_stage_model<fresh_ops>>(c, tokens, targets, micro);
+    CHECK(kept.loss == fresh.loss);
+    CHECK(kept.logits == fresh.logits);
+    CHECK(kept.grads == fresh.grads);
+    gpt::config t = c;
+    t.steps = 3;
+    CHECK(gpt_test::train_losses<checked_model>(t, tokens, targets, micro, t.steps) ==
+          gpt_test::train_losses<gpt::basic_stage_model<fresh_ops>>(t, tokens, targets, micro, t.steps));
   }
 }
 

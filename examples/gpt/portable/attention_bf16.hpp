@@ -21,8 +21,9 @@
 //
 // Layout and arguments as attention.hpp's. Tiles: 64 queries x 64 keys forward; backward a
 // team owns 64 keys (dK, dV) or 64 queries (dQ) and walks the other side 32 at a time, so
-// that a head size of 128 fits in the execution model's scratch (at most 136.25 KiB). Any
-// team size works; 128 threads is what the trainer launches.
+// that a head size of 128 fits in the execution model's scratch (the backward's kernels need
+// 136.25 KiB of it there, the forward 109.75 KiB). Any team size works; 128 threads is what the
+// trainer launches.
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -101,13 +102,19 @@ HCOMM_HOST_DEVICE void probabilities(Team& team, const attention_detail::problem
 }
 }  // namespace attention_bf16_detail
 
-// A team per (sequence, head, 64 queries): out and lse of its queries. The softmax runs a
-// thread per query row, so S, P and O have rows padded by 16 bytes (ls, lp, lo): lanes
-// walking their own rows then meet 4 to a shared-memory bank, not 32.
+// A team per (sequence, head, 64 queries): out and lse of its queries. The online softmax
+// shares each query row out as `parts` items of interleaved columns (key j, and O's element e,
+// belong to item j % parts, e % parts), so that 128 or 256 threads all work on it: one phase
+// takes each item's maximum, the next the row's (the old one and the items', in order), the
+// item's exponentials, its running sum (Lp, one per item, added up in item order at the end)
+// and its share of O's rescaling. The number of items is fixed, so the bits do not depend on
+// the team size. S, P and O have rows padded by 16 bytes (ls, lp, lo): the 32 lanes of a warp
+// (8 rows x 4 items) then read S and rescale O on 32 different shared-memory banks (and write
+// P as 16 words, two bfloat16 halves each).
 struct attention_bf16_forward {
   static constexpr int max_team = 1024;
   static constexpr const char* name = "gpt::portable::attention_bf16_forward";
-  static constexpr int bq = 64, bk = 64, max_hd = 128;
+  static constexpr int bq = 64, bk = 64, max_hd = 128, parts = 4;
   static constexpr int ls = bk + 4, lp = bk + 8;  // row strides of S (float) and P (bf16)
   float* out;
   float* lse;
@@ -123,7 +130,8 @@ struct attention_bf16_forward {
     const std::size_t hp = static_cast<std::size_t>(attention_bf16_detail::padded(hd));
     return scratch_for<hcomm::bf16>(bq * hp) + scratch_for<hcomm::bf16>(bk * hp) * 2 +
            scratch_for<hcomm::bf16>(bq * lp) + scratch_for<float>(bq * ls) +
-           scratch_for<float>(bq * static_cast<std::size_t>(lo())) + scratch_for<float>(bq) * 2;
+           scratch_for<float>(bq * static_cast<std::size_t>(lo())) + scratch_for<float>(bq) * 3 +
+           scratch_for<float>(bq * parts) * 2;
   }
 
   template <class Team>
@@ -144,59 +152,83 @@ struct attention_bf16_forward {
     auto P = team.template shared<hcomm::bf16>(static_cast<std::size_t>(bq * lp), "P");
     auto S = team.template shared<float>(static_cast<std::size_t>(bq * ls), "S");
     auto O = team.template shared<float>(static_cast<std::size_t>(bq * Lo), "O");
-    auto M = team.template shared<float>(bq, "row max");
+    // the rows' maxima before and after a key tile (read in one phase, written in the same
+    // phase for the next), their sums, and the items' maxima and running sums
+    auto M0 = team.template shared<float>(bq, "row max (even tiles)");
+    auto M1 = team.template shared<float>(bq, "row max (odd tiles)");
     auto L = team.template shared<float>(bq, "row sum");
+    auto Mp = team.template shared<float>(static_cast<std::size_t>(bq * parts), "item max");
+    auto Lp = team.template shared<float>(static_cast<std::size_t>(bq * parts), "item sum");
     mma_shape qk = d::times_transposed(bq, bk, hp), pv = d::times_add(bq, hp, bk);
     qk.ldc = ls;
     pv.lda = lp, pv.ldc = Lo;
     team.for_threads([&](int t) {
       d::load_rows(qkv, ld, 0, T, hd, hp, b, h, q0, bq, t, nthreads, Q);
       for (int e = t; e < bq * Lo; e += nthreads) O[e] = 0.f;
-      for (int i = t; i < bq; i += nthreads) {
-        M[i] = -INFINITY;
-        L[i] = 0.f;
-      }
+      for (int i = t; i < bq; i += nthreads) M0[i] = -INFINITY;
+      for (int e = t; e < bq * parts; e += nthreads) Lp[e] = 0.f;
     });
     const int last_query = q0 + bq - 1 < T - 1 ? q0 + bq - 1 : T - 1;
     const int key_end = causal ? last_query + 1 : T;
-    for (int k0 = 0; k0 < key_end; k0 += bk) {
+    bool odd = false;  // the maxima so far are in M1 (else M0)
+    for (int k0 = 0; k0 < key_end; k0 += bk, odd = !odd) {
+      const auto& Mold = odd ? M1 : M0;
+      const auto& Mnew = odd ? M0 : M1;
       team.for_threads([&](int t) {
         d::load_rows(qkv, ld, Cl, T, hd, hp, b, h, k0, bk, t, nthreads, K);
         d::load_rows(qkv, ld, 2 * Cl, T, hd, hp, b, h, k0, bk, t, nthreads, V);
       });
       team.mma(S, Q, K, qk);
-      team.for_threads([&](int t) {  // online softmax, a thread per query row; O's row rescaled
-        for (int i = t; i < bq; i += nthreads) {
-          const int query = q0 + i;
-          float m = M[i];
-          for (int j = 0; j < bk; ++j) {
-            const int key = k0 + j;
-            if (key < T && (!causal || key <= query)) m = S[i * ls + j] * scale > m ? S[i * ls + j] * scale : m;
+      const int keys = key_end - k0 < bk ? key_end - k0 : bk;  // the tile's columns inside the sequence
+      team.for_threads([&](int t) {  // each item's maximum over its visible keys
+        for (int e = t; e < bq * parts; e += nthreads) {
+          const int i = e / parts, query = q0 + i;
+          float m = -INFINITY;
+          for (int j = e % parts; j < keys; j += parts) {
+            const float x = S[i * ls + j] * scale;
+            if ((!causal || k0 + j <= query) && x > m) m = x;
+          }
+          Mp[e] = m;
+        }
+      });
+      team.for_threads([&](int t) {  // the row's maximum, the item's exponentials, O's rescaling
+        for (int e = t; e < bq * parts; e += nthreads) {
+          const int i = e / parts, part = e % parts, query = q0 + i;
+          float m = Mold[i];
+          for (int s = 0; s < parts; ++s) {
+            const float ms = Mp[i * parts + s];
+            m = ms > m ? ms : m;
           }
           // a row that saw no key yet (padding past T, or none visible): keep zeros
-          const float f = m == -INFINITY ? 1.f : std::exp(M[i] - m);
-          float l = L[i] * f;
-          for (int j = 0; j < bk; ++j) {
-            const int key = k0 + j;
-            const bool seen = m != -INFINITY && key < T && (!causal || key <= query);
+          const float f = m == -INFINITY ? 1.f : std::exp(Mold[i] - m);
+          float l = Lp[e] * f;
+          for (int j = part; j < bk; j += parts) {
+            const bool seen = m != -INFINITY && j < keys && (!causal || k0 + j <= query);
             const float p = seen ? std::exp(S[i * ls + j] * scale - m) : 0.f;
             P[i * lp + j] = hcomm::bf16(p);
             l += p;
           }
-          for (int e = 0; e < hp; ++e) O[i * Lo + e] = O[i * Lo + e] * f;
-          M[i] = m;
-          L[i] = l;
+          for (int c = part; c < hp; c += parts) O[i * Lo + c] = O[i * Lo + c] * f;
+          Lp[e] = l;
+          if (part == 0) Mnew[i] = m;
         }
       });
       team.mma(O, P, V, pv);
     }
+    const auto& M = odd ? M1 : M0;
+    team.for_threads([&](int t) {  // the rows' sums, in item order, and their log-sum-exp
+      for (int i = t; i < bq; i += nthreads) {
+        float l = 0.f;
+        for (int s = 0; s < parts; ++s) l += Lp[i * parts + s];
+        L[i] = l;
+        if (q0 + i < T) lse[(static_cast<std::size_t>(b) * nh + h) * T + q0 + i] = M[i] + std::log(l);
+      }
+    });
     team.for_threads([&](int t) {  // normalise and write the rows inside the sequence
       for (int e = t; e < bq * hd; e += nthreads) {
         const int i = e / hd, dd = e % hd, row = q0 + i;
         if (row < T) out[(seq + row) * Cl + h * hd + dd] = O[i * Lo + dd] / L[i];
       }
-      for (int i = t; i < bq; i += nthreads)
-        if (q0 + i < T) lse[(static_cast<std::size_t>(b) * nh + h) * T + q0 + i] = M[i] + std::log(L[i]);
     });
   }
 };

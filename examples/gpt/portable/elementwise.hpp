@@ -9,7 +9,7 @@
 //   ex.for_each(n, gpt::portable::add_into{out, a});            // out += a
 //   ex.for_each(N * C, gpt::portable::add_bias_rows{out, bias, C});
 //   gpt::portable::column_sums_add(ex, partial, acc, d, N, C);   // acc[c] += sum over rows of d
-//                                        // (partial: column_chunks(N) * C floats of scratch)
+//                                        // (partial: column_sums_scratch(N, C) floats)
 //   ex.for_each(n, gpt::portable::round_bf16{x});
 //   ex.for_each(n, gpt::portable::to_bf16{x, w});  ex.for_each(n, gpt::portable::from_bf16{w, x});
 //   ex.for_each(N * C, gpt::portable::add_positions{x, wpe, T, C});
@@ -62,6 +62,8 @@ struct add_bias_rows {
 // chunk (N <= column_chunk) that is the serial loop's sum, bit for bit.
 inline constexpr std::size_t column_chunk = 256;
 HCOMM_HOST_DEVICE std::size_t column_chunks(std::size_t N) { return (N + column_chunk - 1) / column_chunk; }
+// The floats of scratch column_sums_add needs for N rows of C columns.
+inline std::size_t column_sums_scratch(std::size_t N, std::size_t C) { return column_chunks(N) * C; }
 
 // partial[k*C + c] = the sum of d[n, c] over the rows n of chunk k, in order (one index per
 // chunk and column: column_chunks(N) * C).
@@ -92,7 +94,7 @@ struct column_sums_finish {
 };
 
 // Both passes on the executor: acc[c] += the sum of d[n, c] over the N rows, with `partial`
-// (column_chunks(N) * C floats in the executor's memory) for the chunk sums.
+// (column_sums_scratch(N, C) floats in the executor's memory) for the chunk sums.
 template <class Exec>
 void column_sums_add(const Exec& ex, float* partial, float* acc, const float* d, std::size_t N, int C) {
   const std::size_t k = column_chunks(N), cols = static_cast<std::size_t>(C);

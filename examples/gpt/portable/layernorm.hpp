@@ -9,7 +9,7 @@
 //   ex.launch(N, 128, gpt::portable::residual_layernorm_forward{res, out, mean, rstd, x, y, w, b, C});
 //   ex.launch(N, 128, gpt::portable::layernorm_backward_input{dx, dout, x, w, mean, rstd, C});
 //   gpt::portable::layernorm_backward_params(ex, partial, dw, db, dout, x, mean, rstd, N, C);
-//                                   // (partial: column_chunks(N) * 2 * C floats of scratch)
+//                                   // (partial: layernorm_params_scratch(N, C) floats)
 #pragma once
 #include <cmath>
 #include <cstddef>
@@ -185,8 +185,12 @@ struct layernorm_params_partials {
   }
 };
 
+// The floats of scratch layernorm_backward_params needs for N rows of C channels: each
+// chunk's sums for dw and db side by side.
+inline std::size_t layernorm_params_scratch(std::size_t N, std::size_t C) { return column_sums_scratch(N, 2 * C); }
+
 // Both passes on the executor: dw[c] += sum over the N rows of norm * dout, db[c] += sum of
-// dout, with `partial` (column_chunks(N) * 2 * C floats in the executor's memory).
+// dout, with `partial` (layernorm_params_scratch(N, C) floats in the executor's memory).
 template <class Exec>
 void layernorm_backward_params(const Exec& ex, float* partial, float* dw, float* db, const float* dout, const float* x,
                                const float* mean, const float* rstd, std::size_t N, int C) {

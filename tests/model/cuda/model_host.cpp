@@ -23,7 +23,7 @@ struct loop_gemm {
   void reserve(std::size_t, std::size_t) const {}
   void operator()(bool ta, bool tb, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t K, float alpha, const float* A,
                   std::ptrdiff_t lda, const float* B, std::ptrdiff_t ldb, float beta, float* C,
-                  std::ptrdiff_t ldc, bool /*same_a: nothing to reuse*/ = false) const {
+                  std::ptrdiff_t ldc, gpt::gemm_reuse /*ignored: every operand rounded afresh*/ = {}) const {
     for (std::ptrdiff_t i = 0; i < M; ++i)
       for (std::ptrdiff_t j = 0; j < N; ++j) {
         double s = 0;

@@ -26,7 +26,7 @@ layernorm_results host_layernorm(const std::vector<float>& x, const std::vector<
   hx.launch(static_cast<std::size_t>(N), team,
             gpt::portable::layernorm_backward_input{r.dx.data(), dout.data(), x.data(), w.data(), r.mean.data(),
                                                     r.rstd.data(), C});
-  std::vector<float> partial(gpt::portable::column_chunks(static_cast<std::size_t>(N)) * 2 * static_cast<std::size_t>(C));
+  std::vector<float> partial(gpt::portable::layernorm_params_scratch(static_cast<std::size_t>(N), static_cast<std::size_t>(C)));
   gpt::portable::layernorm_backward_params(hx, partial.data(), r.dw.data(), r.db.data(), dout.data(), x.data(),
                                            r.mean.data(), r.rstd.data(), static_cast<std::size_t>(N), C);
   return r;

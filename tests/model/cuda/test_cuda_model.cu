@@ -44,17 +44,12 @@ int main(int argc, char** argv) {
   cudaStream_t s;
   HCOMM_CUDA_CHECK(cudaStreamCreate(&s));
   // With cuBLASLt's epilogues (the default: bias and GELU fused into the GEMMs) and without.
-  // A fresh GEMM (and backend) per variant and per replay: a bf16 model switches its GEMM's
-  // shared state to bf16 for good (gemm_cublas.hpp), which must not reach the fp32 runs after it.
+  // One GEMM for every variant and replay: each model's copy takes its own precision
+  // (gemm_cublas.hpp), so the fp32 runs after a bf16 one must still meet the fp32 bounds.
   for (const bool epilogues : {true, false}) {
-    std::size_t fused = 0, unfused = 0;
-    std::vector<gpt::cublas_gemm> used;
-    auto fresh_ops = [&] {
-      used.emplace_back(s, gpt::cublas_options{.epilogues = epilogues});
-      return cuda_ops{hcomm::exec::cuda{s}, used.back()};
-    };
+    const gpt::cublas_gemm gemm{s, gpt::cublas_options{.epilogues = epilogues}};
+    const cuda_ops ops{hcomm::exec::cuda{s}, gemm};
     for (const gpt_test::variant& v : gpt_test::variants) {
-      const cuda_ops ops = fresh_ops();
       std::printf("%s, cuBLASLt epilogues %s\n", v.name, epilogues ? "on" : "off");
       const gpt::config c = gpt_test::small_config(v.arch, v.post_ln, v.bf16);
       const int micro = 3;
@@ -89,16 +84,13 @@ int main(int argc, char** argv) {
     for (const char* arch : {"gpt2", "neox", "bert", "bert_preln"}) {
       std::printf("PyTorch state %s/debug_%s.bin\n", data_dir.c_str(), arch);
       const gpt_test::debug_state st = gpt_test::load(arch, data_dir);
-      const gpt_test::reference_errors e = gpt_test::errors_of(gpt_test::replay<cuda_model>(st, fresh_ops()), st);
+      const gpt_test::reference_errors e = gpt_test::errors_of(gpt_test::replay<cuda_model>(st, ops), st);
       expect(e.loss <= 1e-5, "loss relative difference", e.loss, 1e-5);
       expect(e.logits <= 1e-5, "logits relative L2", e.logits, 1e-5);
       expect(e.grads <= 1e-4, "worst gradient's relative L2", e.grads, 1e-4);
       expect(e.losses <= 1e-5, "AdamW steps' losses, relative", e.losses, 1e-5);
     }
-    for (const gpt::cublas_gemm& g : used) {
-      fused += g.fusion_counts().first;
-      unfused += g.fusion_counts().second;
-    }
+    const auto [fused, unfused] = gemm.fusion_counts();  // shared by the copies
     std::printf("cuBLASLt epilogues %s: %zu GEMMs fused, %zu ran unfused\n", epilogues ? "on" : "off", fused, unfused);
     expect(epilogues ? fused > 0 : fused == 0, "fused GEMMs as asked (0: yes)", 0.0 + !(epilogues ? fused > 0 : fused == 0),
            0.0);

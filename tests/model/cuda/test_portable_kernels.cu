@@ -89,7 +89,7 @@ int main() {
           *dDb = d.put(std::vector<float>(C, -0.5f));
     ex.launch(N, team, gpt::portable::layernorm_forward{dOut, dMean, dRstd, dX, dW, dB, C});
     ex.launch(N, team, gpt::portable::layernorm_backward_input{dDx, dD, dX, dW, dMean, dRstd, C});
-    float* dPart = d.put(std::vector<float>(gpt::portable::column_chunks(N) * 2 * C));
+    float* dPart = d.put(std::vector<float>(gpt::portable::layernorm_params_scratch(N, C)));
     gpt::portable::layernorm_backward_params(ex, dPart, dDw, dDb, dD, dX, dMean, dRstd, N, C);
     expect_close("layernorm_forward out", d.get(dOut, NC), h.out, 1e-5f, 1e-5f);
     expect_close("layernorm_forward rstd", d.get(dRstd, N), h.rstd, 1e-5f, 1e-6f);
@@ -121,7 +121,7 @@ int main() {
       cs[c] += acc;
     }
     float *dRs = d.put(std::vector<float>(n)), *dCs = d.put(std::vector<float>(10, 0.5f)), *dGx2 = d.put(gx),
-          *dGd2 = d.put(gd), *dCp = d.put(std::vector<float>(2 * 10));
+          *dGd2 = d.put(gd), *dCp = d.put(std::vector<float>(gpt::portable::column_sums_scratch(n / 10, 10)));
     ex.for_each(n, gpt::portable::residual{dRs, dGx2, dGd2});
     if (gpt::portable::column_chunks(n / 10) != 2) {
       std::printf("column sums: expected 2 chunks of rows  FAILED\n");
