@@ -54,10 +54,12 @@
 #                  device memory with cuBLAS GEMMs, with cuBLASLt's epilogues (bias, GELU)
 #                  and without: loss, logits, gradients against the host, and the PyTorch
 #                  debug states (kit/data/debug_*.bin) replayed on the GPU
+#   2c' trainer-pytorch-gpu  the GPT-2 and NeoX debug states computed by PyTorch on this GPU
+#                  (reference_gpt.py --device cuda, fp32, TF32 off), replayed by the same test
 #   2d trainer-cuda  train_gpt --device cuda (the kit's mpirun; a dry run instead starts it
 #                  there, trainer-kit, and sees it refuse without a GPU): 10 steps of the tiny model
 #                  against host-check (fp32 1e-5, bf16 1e-3), with --gemm-epilogues off
-#                  too; 2x1x1, 1x2x1, 1x1x2 and 2x2x2
+#                  too; 2x1x1, 1x2x1, 1x1x2, 2x1x2 and 2x2x2
 #                  sharing the GPU reproduce the 1-rank losses to 1e-5; zhybrid:16,8 on
 #                  2x2x2 tracks host-check's to 1e-4, zhybrid:16,6+ef too (residual in device
 #                  memory) and resumes bitwise; --zero 1 on 2x2x2 reproduces 1 rank, in bf16
@@ -72,8 +74,9 @@
 #                  (the machine's, kit/py/reference_gpt.py: the same model) fp32 with TF32
 #                  off and bf16 autocast, its fused attention (SDPA), eager, then
 #                  torch.compile'd (at most 80 s) if 150 s of the budget and 90 s of the
-#                  stage are left; a table
-#                  in summary.md; then where the time goes: train_gpt bf16 --kernel-times (5
+#                  stage are left; a table in summary.md (ms/step, tokens/s, TFLOP/s by
+#                  train_gpt's FLOP count of the step, MFU against the device's peak for the
+#                  precision: mfu.hpp; PyTorch's rows by the same count and peak); then where the time goes: train_gpt bf16 --kernel-times (5
 #                  steps, CUDA events per kernel) and PyTorch bf16 --profile 3 (torch.profiler),
 #                  both tables in summary.md
 #   3 device-collectives  2 ranks sharing the GPU: comm_test_device_transports (every
@@ -405,11 +408,11 @@ finish() {
     tt=$(grep -h '^{"impl"' "$WORK"/trainer-throughput.log 2>/dev/null || true)
     if [ -n "$tt" ]; then
       echo
-      echo "gpt2-124m, B ${THROUGHPUT_BATCH:-32} x T 1024, one GPU (median of steps 3-10; TFLOP/s: train_gpt's count of the step's FLOPs):"
+      echo "gpt2-124m, B ${THROUGHPUT_BATCH:-32} x T 1024, one GPU (median of steps 3-10; TFLOP/s: train_gpt's count of the step's FLOPs, for PyTorch's rows too; MFU: against the device's peak for the precision, mfu.hpp):"
       echo
-      echo "| implementation | precision | attention | ms/step | tokens/s | TFLOP/s |"
-      echo "|---|---|---|---:|---:|---:|"
-      echo "$tt" | json_table impl precision attention ms tokens_per_s tflops 2>/dev/null || echo "$tt"
+      echo "| implementation | precision | attention | ms/step | tokens/s | TFLOP/s | MFU |"
+      echo "|---|---|---|---:|---:|---:|---:|"
+      echo "$tt" | json_table impl precision attention ms tokens_per_s tflops mfu 2>/dev/null || echo "$tt"
     fi
     local kt
     for kt in "$WORK/kernels-train_gpt.txt" "$WORK/kernels-pytorch.txt"; do
@@ -705,6 +708,7 @@ trainer_cuda() {
     tg 2 $C --device cuda --share-gpu --dp 2 --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
     tg 2 $C --device cuda --share-gpu --pp 2 --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
     tg 2 $C --device cuda --share-gpu --tp 2 --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
+    tg 4 $C --device cuda --share-gpu --dp 2 --tp 2 --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
     tg 8 $C --device cuda --share-gpu --dp 2 --pp 2 --tp 2 --expect-losses "$d/cuda.txt" --expect-rtol 1e-5 || rc=1
     echo "== zhybrid:16,8 on 2x2x2 (ZFP coded on the GPU) against host-check's (1e-4)"
     tg 8 $C --device host-check --dp 2 --pp 2 --tp 2 --scheme zhybrid:16,8 --compress-min-bytes 0 \
@@ -754,15 +758,22 @@ trainer_throughput() {
     # shellcheck disable=SC2086
     kit_env mpirun -np 1 --allow-run-as-root --bind-to none "$BIN/train_gpt" $M --device cuda --precision $prec \
         $([ "$run" = bf16:off ] && echo --gemm-epilogues off) --metrics "$d/train_gpt-${run/:/-}.jsonl" || rc=1
-    python3 - "$d/train_gpt-${run/:/-}.jsonl" "$prec" "$run" "$B" <<'PY' || rc=1
+    python3 - "$d/train_gpt-${run/:/-}.jsonl" "$prec" "$run" "$B" "$d/peak-$prec.json" <<'PY' || rc=1
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])][2:]
 ms = statistics.median(r["ms"] for r in rows)
 fl = rows[-1]["flops_step"]["actual"]
 off = sys.argv[3].endswith(":off")
-print(json.dumps({"impl": "train_gpt --device cuda" + (" --gemm-epilogues off" if off else ""), "precision": sys.argv[2],
-                  "attention": "own (flash-style" + ("; tensor cores" if sys.argv[2] == "bf16" else "") + ")", "ms": round(ms, 2), "tokens_per_s": round(int(sys.argv[4]) * 1024 / ms * 1e3),
-                  "tflops": round(fl / ms / 1e9, 1)}))
+line = {"impl": "train_gpt --device cuda" + (" --gemm-epilogues off" if off else ""), "precision": sys.argv[2],
+        "attention": "own (flash-style" + ("; tensor cores" if sys.argv[2] == "bf16" else "") + ")", "ms": round(ms, 2),
+        "tokens_per_s": round(int(sys.argv[4]) * 1024 / ms * 1e3), "tflops": round(fl / ms / 1e9, 1)}
+mfu = [r["mfu"] for r in rows if "mfu" in r]
+if mfu:  # against the device's peak for this precision (mfu.hpp's table); kept for PyTorch's row
+    line["mfu"] = f"{100 * statistics.median(mfu):.1f}%"
+    if not off:
+        peak = fl / (rows[-1]["ms"] / 1e3) / rows[-1]["mfu"]  # FLOP/s
+        json.dump({"flops_step": fl, "peak_flops": peak}, open(sys.argv[5], "w"))
+print(json.dumps(line))
 PY
   done
   # where the bf16 step's time goes: a short run with every kernel timed by CUDA events (apart
@@ -781,12 +792,20 @@ PY
     case " $* " in *" --profile "*) echo "$out" | grep '^pytorch kernel times' -A 40 >"$WORK/kernels-pytorch.txt" ;; esac
     echo "$out" | grep '^pytorch '
     echo "$out" | grep '^pytorch [0-9]' | python3 -c '
-import json, re, sys
+import json, os, re, sys
 l = sys.stdin.read()
 ms = float(re.search(r"median ms/step ([0-9.]+)", l).group(1))
-print(json.dumps({"impl": "PyTorch " + l.split()[1] + (" compiled" if "compile=yes" in l else " eager"),
-                  "precision": re.search(r"precision=(\S+)", l).group(1), "attention": "SDPA",
-                  "ms": ms, "tokens_per_s": round(int(re.search(r"batch=([0-9]+)", l).group(1)) * 1024 / ms * 1e3)}))'
+prec = re.search(r"precision=(\S+)", l).group(1)
+line = {"impl": "PyTorch " + l.split()[1] + (" compiled" if "compile=yes" in l else " eager"), "precision": prec,
+        "attention": "SDPA", "ms": ms, "tokens_per_s": round(int(re.search(r"batch=([0-9]+)", l).group(1)) * 1024 / ms * 1e3)}
+# the same model: the FLOPs of train_gpt for its step, and its peak for this precision
+peak = sys.argv[1] + "/peak-" + prec + ".json"
+if os.path.exists(peak):
+    p = json.load(open(peak))
+    fl, top = p["flops_step"], p["peak_flops"]
+    line["tflops"] = round(fl / ms / 1e9, 1)
+    line["mfu"] = "%.1f%%" % (100 * fl / (ms / 1e3) / top)
+print(json.dumps(line))' "$d"
   }
   pt fp32 || rc=1
   pt bf16 --profile 3 || rc=1  # then 3 steps under torch.profiler: its kernel times
@@ -796,6 +815,16 @@ print(json.dumps({"impl": "PyTorch " + l.split()[1] + (" compiled" if "compile=y
     PT_TIMEOUT=80 pt bf16 --compile || echo "torch.compile: failed or over 80 s"
   else echo "torch.compile: not run (less than 150 s of the budget or 90 s of the stage left)"; fi
   return $rc
+}
+
+# PyTorch's debug states computed on this GPU (kit/py/reference_gpt.py --device cuda: fp32,
+# TF32 off), then replayed by the whole model on the GPU with the trainer-model stage's bounds.
+trainer_pytorch_gpu() {
+  local d=$WORK/pytorch-gpu-states
+  mkdir -p "$d"
+  env LD_LIBRARY_PATH="$PT_LD" python3 "$KIT/py/reference_gpt.py" --device cuda --out "$d" || return 1
+  cp "$KIT"/data/debug_bert*.bin "$d/" || return 1  # BERT's stay the CPU's (reference_bert.py)
+  "$BIN/model_test_cuda_model" "$d"
 }
 
 # mpi_stage NAME CAP PROGRAM FUNCTION: a GPU stage that runs FUNCTION (ranks through the kit's
@@ -859,6 +888,9 @@ else
   # the trainer's stages, 2 correctness, 3 device-resident collectives, 4 throughput.
   gpu_stage trainer-kernels 30 "$BIN/model_test_cuda_portable_kernels"
   gpu_stage trainer-model 60 "$BIN/model_test_cuda_model" "$KIT/data"
+  export -f trainer_pytorch_gpu
+  export BIN KIT WORK PT_LD
+  gpu_stage trainer-pytorch-gpu 60 bash -c trainer_pytorch_gpu
   mpi_stage trainer-cuda 120 train_gpt trainer_cuda
   export -f left
   export START BUDGET_S

@@ -4,6 +4,7 @@ small binary debug state per architecture that tests/model/test_gpt_reference.cp
 tensor by tensor (so CI needs no PyTorch).
 
     /usr/bin/python3 scripts/reference_gpt.py --out tests/model/data
+    python3 scripts/reference_gpt.py --device cuda --out DIR   # the same states computed on a GPU
     /usr/bin/python3 scripts/reference_gpt.py --bench --model small --threads 1   # ms/step
     python3 scripts/reference_gpt.py --bench --model gpt2-124m --device cuda --precision bf16 --sdpa
     python3 scripts/reference_gpt.py --bench --model tiny --steps 4 --profile 2   # + kernel times
@@ -178,7 +179,7 @@ TEXT = (b"In the beginning God created the heaven and the earth. And the earth w
         b"the face of the waters. And God said, Let there be light: and there was light.")
 
 
-def write_debug_state(arch, out_dir):
+def write_debug_state(arch, out_dir, dev=torch.device("cpu")):
     torch.manual_seed(42 if arch == "gpt2" else 43)
     cfg = dict(arch=arch, V=256, T=16, L=2, C=32, NH=4, rotary_pct=0.5, B=4, steps=10, warmup=2,
                lr=1e-3, min_lr_frac=0.1, wd=0.1, beta1=0.9, beta2=0.95, eps=1e-8, clip=1.0)
@@ -201,14 +202,17 @@ def write_debug_state(arch, out_dir):
     x = torch.stack([data[i * 37: i * 37 + T] for i in range(B)])
     y = torch.stack([data[i * 37 + 1: i * 37 + T + 1] for i in range(B)])
 
-    params0 = [p.detach().clone() for p in model.canonical()]
-    logits, loss = model(x, y)
+    params0 = [p.detach().clone() for p in model.canonical()]  # drawn on the CPU whatever the device
+    model.to(dev)
+    xd, yd = x.to(dev), y.to(dev)
+    logits, loss = model(xd, yd)
     loss.backward()
-    grads = [p.grad.detach().clone() for p in model.canonical()]
+    logits = logits.detach().cpu()
+    grads = [p.grad.detach().cpu().clone() for p in model.canonical()]
     model.zero_grad()
 
     opt = make_optimizer(model, cfg)
-    losses = [train_step(model, opt, cfg, s, x, y) for s in range(cfg["steps"])]
+    losses = [train_step(model, opt, cfg, s, xd, yd) for s in range(cfg["steps"])]
 
     path = os.path.join(out_dir, f"debug_{arch}.bin")
     with open(path + ".tmp", "wb") as f:
@@ -223,7 +227,7 @@ def write_debug_state(arch, out_dir):
         f.write(struct.pack("<i", len(params0)))
         for p in params0:
             f.write(p.contiguous().numpy().astype("<f4").tobytes())
-        f.write(logits.detach().contiguous().numpy().astype("<f4").tobytes())
+        f.write(logits.contiguous().numpy().astype("<f4").tobytes())
         f.write(struct.pack("<f", loss.item()))
         for g in grads:
             f.write(g.contiguous().numpy().astype("<f4").tobytes())
@@ -353,7 +357,8 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--batch", type=int, default=0, help="--bench: sequences per step (0: the preset's)")
     ap.add_argument("--data", default=os.path.join(os.path.dirname(__file__), "..", "data", "kjv.txt"))
-    ap.add_argument("--device", default="cpu", help="--bench: cpu or cuda (fp32 there has TF32 off)")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (fp32 there has TF32 off): where --bench "
+                    "runs, or where the debug states are computed")
     ap.add_argument("--precision", default="fp32", choices=("fp32", "bf16"), help="--bench: bf16 = autocast to bfloat16")
     ap.add_argument("--sdpa", action="store_true", help="--bench: F.scaled_dot_product_attention (PyTorch 2)")
     ap.add_argument("--compile", action="store_true", help="--bench: torch.compile the model (PyTorch 2)")
@@ -364,8 +369,14 @@ def main():
         bench(args)
         return
     os.makedirs(args.out, exist_ok=True)
+    dev = torch.device(args.device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit("reference_gpt: --device cuda, but PyTorch sees no CUDA device")
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32, as train_gpt's pedantic sgemm
+        torch.backends.cudnn.allow_tf32 = False
     for arch in ("gpt2", "neox"):
-        write_debug_state(arch, args.out)
+        write_debug_state(arch, args.out, dev)
 
 
 if __name__ == "__main__":

@@ -417,6 +417,14 @@ class checkpointer {
     s.rng = got.rng;
     last_saved_ = recut ? -1 : r.step;
     s.sparsity.restore(r.step, std::move(sp), saved_config().block);
+    if (world_rank_ == 0 && !opt_.quiet) {  // where it was written (manifests before the fields: unknown)
+      const auto recorded = [&](const char* key) {
+        const auto it = set.manifest.find(key);
+        return it != set.manifest.end() && it->is_string() ? it->get<std::string>() : std::string("unknown");
+      };
+      std::printf("resumed checkpoint set %s, written on --device %s, --precision %s (this run: --device %s)\n",
+                  set.dir.c_str(), recorded("device").c_str(), recorded("precision").c_str(), opt_.device.c_str());
+    }
     if (recut && world_rank_ == 0 && !opt_.quiet && (set.dp != D || set.pp != P || set.tp != T))
       std::printf("resharded checkpoint set %s from grid dp%d pp%d tp%d\n", set.dir.c_str(), set.dp, set.pp, set.tp);
     if (grow && world_rank_ == 0 && !opt_.quiet)
@@ -451,6 +459,8 @@ class checkpointer {
     i.fingerprint = fingerprint();
     i.dp = grid_.dp_size(); i.pp = grid_.pp_size(); i.tp = grid_.tp_size();
     i.step = steps_done;
+    i.device = opt_.device;
+    i.precision = cfg_.bf16 ? "bf16" : "fp32";
     return i;
   }
   // --reshard: the old grid's DP-replica-0 files (stage s, shard t in set.files[s * tp + t])

@@ -115,6 +115,8 @@ struct set_info {
   std::string fingerprint;  // configuration + scheme (+ sparsity)
   int dp = 1, pp = 1, tp = 1;
   std::int64_t step = 0;    // steps done (the next step to run)
+  // recorded, not checked: a set moves between backends (the precision is in the fingerprint)
+  std::string device = "cpu", precision = "fp32";
 };
 
 struct set_file {
@@ -255,6 +257,8 @@ inline save_verdict save_set(const std::string& dir, const set_info& info, const
         m["ranks"] = size;
         m["config_hash"] = detail::hex(detail::fnv1a(info.fingerprint.data(), info.fingerprint.size()));
         m["config"] = info.fingerprint;
+        m["device"] = info.device;
+        m["precision"] = info.precision;
         nlohmann::ordered_json list = nlohmann::ordered_json::array();
         for (int r = 0; r < size; ++r)
           for (std::size_t i = 0; i < files.size(); ++i) {

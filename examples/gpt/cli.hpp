@@ -205,6 +205,11 @@ inline void add_options(CLI::App& app, cli& c) {
          "--device cuda: bias, bias + GELU and GELU's gradient fused into the GEMMs as cuBLASLt epilogues (off: "
          "cuBLAS GEMMs and the portable kernels; the host backends run separate kernels either way)")
       ->check(CLI::IsMember({"on", "off"}))->default_str("on")->group(G);
+  app.add_option_function<std::string>(
+         "--deterministic", [&c](const std::string& v) { c.run.deterministic = v == "on"; },
+         "every kernel and reduction in a fixed order, on every backend, so that resume and a grid's equality "
+         "with one rank hold bitwise: always on (off is refused: there is no faster non-deterministic mode)")
+      ->check(CLI::IsMember({"on", "off"}))->default_str("on")->group(G);
   G = "batch";
   int_opt(app, "--batch", m.batch, 1, 1 << 20, "global sequences per optimizer step B")->group(G);
   int_opt(app, "--micro-batch", m.micro_batch, 0, 1 << 20, "sequences per micro-batch (0: 1 with --pp > 1, else all)")->group(G);
@@ -384,6 +389,9 @@ inline void check_cli(const cli& c) {
   c.cfg.validate(c.dp, c.pp, c.tp);
   const auto& s = c.run.sparsity;
   if (c.run.reshard && c.run.resume.empty()) bad("--reshard needs --resume DIR");
+  if (!c.run.deterministic)
+    bad("--deterministic off: train_gpt has no non-deterministic mode to switch to (its kernels use no "
+        "atomics, its reductions and cuBLAS run in a fixed order), so every run is deterministic; leave it on");
   if (c.cfg.bf16 && s.method != "dense")
     bad("--precision bf16 trains dense models only (--sparsity " + s.method + " updates the weights outside the optimizer)");
   if (c.run.reshard_reset_residuals && !c.run.reshard && c.run.resume_block == 0)

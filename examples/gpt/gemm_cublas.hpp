@@ -28,7 +28,7 @@
 // bias and aux must be 16-byte aligned) is left to portable_ops' own kernels and counted
 // (fusion_counts()).
 // cuBLAS gives the same bits on every run on one GPU model and toolkit, which bitwise resume
-// and the parallel equalities rely on (so there is no --deterministic switch: README); so does
+// and the parallel equalities rely on (so --deterministic has no off: README); so does
 // cuBLASLt with a fixed algorithm and workspace, and which GEMMs fuse depends only on shapes
 // and buffer offsets, the same in every run of one configuration.
 #pragma once

@@ -95,6 +95,7 @@ struct run_options {
   std::string device = "cpu"; // the model's backend: cpu | host | host-check | kokkos (portable kernels) | cuda
   bool share_gpu = false;     // --device cuda: more ranks on a node than GPUs (round robin; tests)
   bool gemm_epilogues = true; // --device cuda: bias and GELU fused into cuBLASLt's GEMMs
+  bool deterministic = true;  // --deterministic: on is the only mode (off is refused: cli.hpp)
   sparsity_config sparsity;   // --sparsity and its schedule options
 };
 
