@@ -496,13 +496,16 @@ class basic_stage_model {
   void lin_forward(int mb, int l, int which, float* out, const float* x, const float* W, const float* b, std::int64_t N,
                    std::int64_t K, std::int64_t O) {
     const kept_input k = kept_of(mb, l, which);
-    if (ops_ && ops_->linear_forward(l, which, out, x, N)) {
-      if (k.ok) *k.ok = 0;
-      if (b) be_.add_bias_rows(out, b, N, O);
-      return;
-    }
-    be_.matmul_forward(out, x, W, b, N, K, O, k.at);
-    if (k.ok) *k.ok = 1;
+    if (!hook_forward(k, l, which, out, x, b, N, O)) be_.matmul_forward(out, x, W, b, N, K, O, k.at);
+  }
+  // The hook's forward, when it takes the layer (then the backward converts x afresh: no kept
+  // copy was written); else marks the kept copy as written by the GEMM that follows.
+  bool hook_forward(const kept_input& k, int l, int which, float* out, const float* x, const float* b, std::int64_t N,
+                    std::int64_t O) {
+    const bool hooked = ops_ && ops_->linear_forward(l, which, out, x, N);
+    if (k.ok) *k.ok = hooked ? 0 : 1;
+    if (hooked && b) be_.add_bias_rows(out, b, N, O);
+    return hooked;
   }
   void lin_backward(int mb, int l, int which, float* dx, float* dW, float* db, const float* dout, const float* x,
                     const float* W, std::int64_t N, std::int64_t K, std::int64_t O) {
@@ -518,14 +521,8 @@ class basic_stage_model {
   void lin_gelu_forward(int mb, int l, int which, float* h, float* g, const float* x, const float* W, const float* b,
                         std::int64_t N, std::int64_t K, std::int64_t O) {
     const kept_input k = kept_of(mb, l, which);
-    if (ops_ && ops_->linear_forward(l, which, h, x, N)) {
-      if (k.ok) *k.ok = 0;
-      if (b) be_.add_bias_rows(h, b, N, O);
-      be_.gelu_forward(g, h, N * O);
-      return;
-    }
-    be_.matmul_gelu_forward(h, g, x, W, b, N, K, O, k.at);
-    if (k.ok) *k.ok = 1;
+    if (hook_forward(k, l, which, h, x, b, N, O)) be_.gelu_forward(g, h, N * O);
+    else be_.matmul_gelu_forward(h, g, x, W, b, N, K, O, k.at);
   }
   void lin_gelu_backward(int mb, int l, int which, float* dh, float* dW, float* db, const float* dout, const float* g,
                          const float* h, const float* W, std::int64_t N, std::int64_t K, std::int64_t O) {
