@@ -10,13 +10,14 @@ Each file is one curve, labelled by its file name (or --labels a,b,...). Needs m
 """
 import argparse
 import json
+import lzma
 import os
 import sys
 
 
 def load(path):
     rows = []
-    with open(path) as f:
+    with (lzma.open(path, "rt") if path.endswith(".xz") else open(path)) as f:  # bench/msparse keeps .jsonl.xz
         for n, line in enumerate(f, 1):
             line = line.strip()
             if not line:

@@ -36,7 +36,7 @@ echo "== full build: all tests =="
 # (The codec area runs above, under the sanitizers; it is not built again here. CUDA code is
 # compiled for sm_90 only, its host code at -O1: without a GPU, CI checks that it compiles and
 # links, and runs only its refusals of a missing GPU; the GPU kit of scripts/gpu-check.sh
-# builds sm_80 and sm_90 at -O3.)
+# builds at -O3.)
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DHCOMM_TEST_OPT_LEVEL=1 -DCMAKE_CUDA_ARCHITECTURES=90 \
       "-DCMAKE_CUDA_FLAGS_RELEASE=-O1 -DNDEBUG" \
       "-DHCOMM_TEST_AREAS=core;comm;msparse;model;consumer" >build.log 2>&1 || { wait $asan_tests; cat build.log; exit 1; }

@@ -6,17 +6,13 @@ changes it), and the
 method's total against dense (sum of step times, and process CPU seconds where the
 experiment script left <method>.cpu).
 
-    /usr/bin/python3 bench/msparse/mst_phases.py OUTDIR [OUTDIR2 ...]   # reads <OUTDIR>/<method>.jsonl
+    /usr/bin/python3 bench/msparse/mst_phases.py OUTDIR [OUTDIR2 ...]   # reads <OUTDIR>/<method>.jsonl[.xz]
 """
-import json
 import os
 import statistics
 import sys
 
-
-def load(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
+import metrics_file
 
 
 def main():
@@ -26,10 +22,10 @@ def main():
         print("|---|---|---|---:|---:|---:|---:|")
         totals = {}
         for m in ["dense", "static", "set", "rigl", "mst"]:
-            p = os.path.join(out, m + ".jsonl")
-            if not os.path.exists(p):
+            p = metrics_file.find(os.path.join(out, m + ".jsonl"))
+            if p is None:
                 continue
-            r = load(p)
+            r = metrics_file.load(p)
             totals[m] = sum(x["ms"] for x in r) / 1e3
             groups = {}
             for x in r:

@@ -4,16 +4,12 @@ validation loss (and BERT's masked-token accuracy), training FLOPs (actual and
 dense-equivalent, from train_gpt's metrics), the FLOP reduction, wall and CPU time, and each
 against dense.
 
-    /usr/bin/python3 bench/msparse/mst_summary.py OUTDIR    # reads OUTDIR/<method>.jsonl, wall.txt
+    /usr/bin/python3 bench/msparse/mst_summary.py OUTDIR    # reads OUTDIR/<method>.jsonl[.xz], wall.txt
 """
-import json
 import os
 import sys
 
-
-def load(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip()]
+import metrics_file
 
 
 def cpu_seconds(path):
@@ -39,10 +35,10 @@ def main():
     order = ["dense", "static", "set", "rigl", "mst"]
     rows = {}
     for m in order:
-        p = os.path.join(out, m + ".jsonl")
-        if not os.path.exists(p):
+        p = metrics_file.find(os.path.join(out, m + ".jsonl"))
+        if p is None:
             continue
-        r = load(p)
+        r = metrics_file.load(p)
         vals = [x for x in r if "val_loss" in x]
         last = r[-1]
         rows[m] = {

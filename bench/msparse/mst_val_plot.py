@@ -4,15 +4,15 @@ of one bench/msparse/mst_experiment.sh run: OUT/val_vs_flops.png. With a sequenc
 curriculum the points before the switch are validated at the short length (a different
 task): they are drawn hollow.
 
-    /usr/bin/python3 bench/msparse/mst_val_plot.py OUTDIR    # reads OUTDIR/<method>.jsonl
+    /usr/bin/python3 bench/msparse/mst_val_plot.py OUTDIR    # reads OUTDIR/<method>.jsonl[.xz]
     /usr/bin/python3 bench/msparse/mst_val_plot.py OUTDIR "mst 80%=OTHER/mst.jsonl" ...
         # adds the curves of other runs' metrics files under their labels
 """
-import json
 import os
 import sys
 
 import matplotlib
+import metrics_file
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -24,9 +24,9 @@ def main():
     curves = [(m, os.path.join(out, m + ".jsonl")) for m in ["dense", "static", "set", "rigl", "mst"]]
     curves += [tuple(a.split("=", 1)) for a in sys.argv[2:]]
     for m, p in curves:
-        if not os.path.exists(p):
+        if metrics_file.find(p) is None:
             continue
-        rows = [json.loads(l) for l in open(p) if l.strip()]
+        rows = metrics_file.load(p)
         full = max(x["tokens_per_s"] * x["ms"] for x in rows)  # tokens a step at the longest length
         val = [x for x in rows if "val_loss" in x]
         long_ = [x["tokens_per_s"] * x["ms"] > 0.9 * full for x in val]

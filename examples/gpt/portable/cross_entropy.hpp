@@ -53,13 +53,16 @@ struct cross_entropy {
       part[t] = m;
     });
     const float m = team.reduce(part, hcomm::exec::max{});
+    // Read while every phase up to the gradient's only reads z: on a GPU each thread runs this
+    // line itself, and the reduction's barriers must lie between it and the phase that
+    // overwrites z[row + target].
+    const float zt = z[row + target];
     team.for_threads([&](int t) {
       float s = 0.f;
       for (int v = t; v < V; v += T) s += std::exp(z[row + v] - m);
       part[t] = s;
     });
     const float s = team.reduce(part, hcomm::exec::sum{});
-    const float zt = z[row + target];  // read by the team before the next phase overwrites it
     team.for_threads([&](int t) {
       if (t == 0) losses[n] = std::log(s) + m - zt;
       if (want_grad) {

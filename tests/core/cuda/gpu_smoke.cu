@@ -4,7 +4,7 @@
 //   gpu_smoke [--no-gpu] [--mpi|--no-mpi] [--list-libs DIR] [--lib-names]
 //
 //   versions    CUDA driver and runtime; device name, SMs, memory, compute capability
-//   context     cudaFree(0), then a kernel launch checked on the host (the kit's sm_80/sm_90
+//   context     cudaFree(0), then a kernel launch checked on the host (the kit's sm_90
 //               code runs on this device)
 //   cublas      cublasCreate and one 8x8x8 sgemm of small integers, equal to the host's
 //   cublaslt    cublasLtCreate and 8x8x8 matmuls with train_gpt's epilogues: bias with A
