@@ -20,7 +20,7 @@
 #       here, without a GPU: every step but the GPU ones. The carried mpirun starts 2 ranks of
 #       core_gpu_smoke --no-gpu in an environment that cannot see the system's MPI, and the
 #       shared objects the ranks and the launcher map are checked to come from the kit.
-#       ctest runs this as gpu_kit_dry_run (labels cuda, gpu-kit; about 10 s, skips with 77
+#       ctest runs this as gpu_kit_dry_run (labels cuda, gpu-kit; about 30 s, skips with 77
 #       where Debian's Open MPI is not installed). By hand:
 #         bash scripts/gpu-check.sh --prepare && bash scripts/gpu-check.sh --dry-run
 #
@@ -284,7 +284,8 @@ if [ $PREPARE = 1 ]; then
   } >"$KIT/requirements.txt"
   # Files over 1 MiB (the programs, OpenBLAS, libmpi, the corpus) travel xz-compressed, which
   # keeps their mode; the run unpacks them into a copy of the kit (unpack_kit below).
-  find "$KIT" -type f -size +1M -print0 | xargs -0 -r xz -T0 -6
+  find "$KIT" -type f -size +1M -print0 | xargs -0 -r -P "$(nproc)" -n 1 xz -6 ||
+    { echo "gpu-check: xz could not compress the kit's big files" >&2; exit 1; }
   (cd "$KIT" && find . -type f ! -name MANIFEST -printf '%s\t%P\n' | sort -k2) >"$KIT/MANIFEST"
   echo "gpu-check: kit $KIT:"
   du -sh "$KIT/bin" "$KIT/lib" "$KIT/mpi" | sed 's/^/  /'
@@ -313,7 +314,8 @@ START=$(date +%s)
 mkdir -p "$OUT_DIR"
 rm -f "$OUT_DIR/summary.md" "$OUT_DIR/gpu-check.log" "$OUT_DIR/gpu-check-logs.tar.gz"
 # Logs go to WORK and travel in the tarball: the device tool brings back only 8 files.
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")
+# (canonical: check_maps compares the kit's path with the paths the ranks map)
+WORK=$(realpath "$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")")
 LOG=$OUT_DIR/gpu-check.log
 : >"$LOG"
 TABLE=$WORK/stages.tsv
@@ -382,7 +384,7 @@ gpu_stage() {
   stage "$@"
 }
 # smoke_cap CAP: CAP, or what is left of the smoke stage's SMOKE_S if less.
-SMOKE_T0=$START
+SMOKE_T0=$START  # (set again once the kit is unpacked)
 smoke_cap() {
   local l=$((SMOKE_S - ($(date +%s) - SMOKE_T0)))
   [ "$l" -lt "$1" ] && echo "$l" || echo "$1"
@@ -407,6 +409,9 @@ finish() {
     echo "| stage | result | seconds |"
     echo "|---|---|---:|"
     awk -F'\t' '{printf "| %s | %s | %s |\n", $1, $2, $3}' "$TABLE"
+    local rest
+    rest=$(awk -F'\t' '$2 == "not run (no time left)" {printf "%s%s", (n++ ? "," : ""), $1}' "$TABLE")
+    [ -n "$rest" ] && { echo; echo "not run for lack of time; the next call: STAGES=$rest scripts/gpu-check.sh"; }
     local tp
     tp=$(cat "$WORK"/throughput-*.log 2>/dev/null | grep '^{' || true)
     if [ -n "$tp" ]; then
@@ -478,7 +483,8 @@ os.chmod(d, os.stat(s).st_mode & 0o7777); os.remove(s)' "$f"
   done < <(find "$WORK/kit" -name '*.xz' -print0)
   KIT=$WORK/kit
 }
-unpack_kit || { rm -rf "$WORK"; exit 1; }
+unpack_kit || { record unpack "failed (gpu-check.log says why)" 0; status=1; finish; }
+SMOKE_T0=$(date +%s)
 [ -x "$KIT/bin/core_gpu_smoke" ] && [ -f "$KIT/mpi/env.sh" ] ||
   { say "FAIL: no kit in $KIT (run scripts/gpu-check.sh --prepare first)"; rm -rf "$WORK"; exit 1; }
 GPU=""

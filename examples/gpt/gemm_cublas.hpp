@@ -291,10 +291,11 @@ struct cublas_gemm {
     const int ab = bf16_ ? (reuse.kept_b ? align(reuse.kept_b) : 256) : align(B), ac = align(C);
     const plan_key k{static_cast<int>(e), trans_a, trans_b, M, N, K, lda, ldb, ldc, aa, ab, ac, align(bias),
                      align(aux), bias != nullptr, bf16_};
-    auto [it, fresh] = s_->plans.try_emplace(k);
-    if (!fresh) return it->second;
-    it->second.d = describe(e, trans_a, trans_b, M, N, K, lda, ldb, ldc, bias, aux);
-    const lt_call& d = it->second.d;
+    if (auto it = s_->plans.find(k); it != s_->plans.end()) return it->second;
+    // kept only once complete: a throw below leaves no half-made plan behind
+    plan p;
+    p.d = describe(e, trans_a, trans_b, M, N, K, lda, ldb, ldc, bias, aux);
+    const lt_call& d = p.d;
     cublasLtMatmulPreference_t pref = nullptr;
     cublas_check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
     std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(&cublasLtMatmulPreferenceDestroy)> own(
@@ -314,10 +315,10 @@ struct cublas_gemm {
     // no algorithm: the separate kernels; any other failure is a bug in the descriptors
     if (st != CUBLAS_STATUS_NOT_SUPPORTED) cublas_check(st, "cublasLtMatmulAlgoGetHeuristic");
     if (st == CUBLAS_STATUS_SUCCESS && found > 0 && r.state == CUBLAS_STATUS_SUCCESS) {
-      it->second.ok = true;
-      it->second.algo = r.algo;
+      p.ok = true;
+      p.algo = r.algo;
     }
-    return it->second;
+    return s_->plans.emplace(k, std::move(p)).first->second;
   }
   // A's conversion: into the caller's keep_a; the one `a` holds where the caller says A is
   // the previous call's (same_a) and pointer and extent agree; else a fresh one into `a`
