@@ -700,11 +700,11 @@ device_timing() {
     --op allreduce --codec none,mpc,zfp:8 --baseline --bytes "${COLLECTIVE_MIB:-64}M" --threshold 0 --iters 5
 }
 
-# train_gpt --device cuda on the kit's corpus, through the kit's mpirun (ranks sharing the GPU).
 # tg NP ARGS...: train_gpt on NP ranks (sharing the GPU) through the kit's mpirun.
 tg() {
   kit_env mpirun -np "$1" --oversubscribe --allow-run-as-root --bind-to none "$BIN/train_gpt" "${@:2}"
 }
+# train_gpt --device cuda on the kit's corpus, through the kit's mpirun (ranks sharing the GPU).
 trainer_cuda() {
   local d=$WORK/trainer-cuda rc=0
   mkdir -p "$d"

@@ -82,6 +82,7 @@ void broadcast(Cx& cx, codec::config cfg, std::span<T> data, int root) {
     Tr::broadcast_bytes(wire, total, root, cx.comm());
     if (r != root) ex.copy(buf, wire, total);
   } else {
+    detail::settle_executor(cx);  // the root's frames written; elsewhere, nothing left reading buf
     Tr::broadcast_bytes(buf, total, root, cx.comm());
   }
   if (r == root) return;

@@ -113,8 +113,10 @@ class basic_request {
         }
       }
     }
-    // Staged: no copy from the slot may be pending when it goes back to the pool.
+    // No copy or decode reading the slot may be pending when it goes back to the pool (a
+    // device executor's stream runs behind the host).
     if constexpr (detail::staged_v<Cx>) cx.executor().synchronize();
+    else detail::settle_executor(cx);
     release();
     err.raise();
   }
@@ -249,6 +251,7 @@ basic_request<Cx> isend(Cx& cx, codec::config cfg, std::span<const T> x, int pee
   const std::size_t E = cx.template segment_elems<T>(), slot = cx.template p2p_slot_bytes<T>(c),
                     ns = cx.template segments_of<T>(n);
   std::byte* frames = buf.ensure(ns * slot);
+  if constexpr (!detail::staged_v<Cx>) detail::settle_executor(cx);  // the grown slot's copy
   rq.reqs_.assign(ns, Tr::null_request());
   for (std::size_t k = 0; k < ns; ++k) {  // compress k+1 while k is on the wire
     const std::size_t off = k * E, len = std::min(E, n - off);
@@ -299,6 +302,9 @@ basic_request<Cx> irecv(Cx& cx, codec::config cfg, std::span<T> x, int peer, int
       return rq;
     }
     std::byte* head = buf.ensure(codec::header_bytes);
+    // a device executor's queued work (a copy into the grown slot, kernels on x) done before
+    // the transport writes them
+    detail::settle_executor(cx);
     Tr::irecv_with_header(head, codec::header_bytes, x.data(), n * sizeof(T), peer, tag, cx.comm(), &rq.reqs_[0]);
     return rq;
   }
@@ -306,6 +312,7 @@ basic_request<Cx> irecv(Cx& cx, codec::config cfg, std::span<T> x, int peer, int
   rq.seg_ = cx.template segment_elems<T>();
   rq.slot_bytes_ = slot;
   std::byte* frames = buf.ensure(ns * slot);
+  if constexpr (!detail::staged_v<Cx>) detail::settle_executor(cx);  // the grown slot's copy
   rq.reqs_.assign(ns, Tr::null_request());
   for (std::size_t k = 0; k < ns; ++k) Tr::irecv(frames + k * slot, slot, peer, tag, cx.comm(), &rq.reqs_[k]);
   return rq;

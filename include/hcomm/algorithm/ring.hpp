@@ -151,6 +151,8 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
   };
   auto post_recv = [&](int i, std::size_t k, int tag) {
     settle(i, k);
+    // unstaged device memory: no decode or copy still reading the slot
+    if constexpr (!staged) detail::settle_executor(cx);
     Tr::irecv(slot_at(i, k), slot, left, tag, cx.comm(), &req[i][k]);
   };
   // Sends the frame in slot (i, k) (and its second part, when bytes >= slot).
@@ -173,6 +175,7 @@ void ring_pipeline(Cx& cx, const codec::config& c, T* data, const chunks& ch, T*
       ex.copy((*rest[i])[k].ensure(bytes - slot), frame + slot, bytes - slot);
     }
     if constexpr (staged) ex.synchronize();
+    else detail::settle_executor(cx);  // the copies done before the transport reads the slot
   };
   // Completes the receive in slot (i, k) (and receives a second part): the frame's size, or 0
   // with the error recorded.

@@ -34,6 +34,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -73,10 +74,21 @@ struct nccl_backend {
       HCOMM_MPI_CHECK(MPI_Comm_rank(c, &rank));
       HCOMM_MPI_CHECK(MPI_Comm_size(c, &size));
       HCOMM_CUDA_CHECK(cudaGetDevice(&device_));
+      refuse_shared_gpu(c, rank, size);
       for (auto& l : lanes_) {
-        ncclUniqueId id{};
-        if (rank == 0) HCOMM_NCCL_CHECK(ncclGetUniqueId(&id));
-        HCOMM_MPI_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, c));
+        // rank 0's id and whether it got one, so that a failure there stops every rank
+        struct {
+          ncclUniqueId id;
+          int rc;
+        } got{};
+        if (rank == 0) got.rc = static_cast<int>(ncclGetUniqueId(&got.id));
+        HCOMM_MPI_CHECK(MPI_Bcast(&got, sizeof got, MPI_BYTE, 0, c));
+        if (got.rc != ncclSuccess) {
+          release();
+          hcomm::fail(errc::nccl_failure, std::string("ncclGetUniqueId on rank 0 failed: ") +
+                                              ncclGetErrorString(static_cast<ncclResult_t>(got.rc)));
+        }
+        const ncclUniqueId& id = got.id;
         HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
         const ncclResult_t rc = ncclCommInitRank(&l.comm, size, id, rank);
         if (rc != ncclSuccess) {
@@ -95,6 +107,24 @@ struct nccl_backend {
     endpoint(const endpoint&) = delete;
     endpoint& operator=(const endpoint&) = delete;
     ~endpoint() { release(); }
+
+    // NCCL refuses two ranks on one GPU, but only on the ranks that share it; the others would
+    // wait in ncclCommInitRank for ever. So every rank compares the GPUs' UUIDs first, and all
+    // stop with the same message.
+    void refuse_shared_gpu(MPI_Comm c, int rank, int size) const {
+      cudaDeviceProp prop{};
+      HCOMM_CUDA_CHECK(cudaGetDeviceProperties(&prop, device_));
+      std::vector<cudaUUID_t> all(static_cast<std::size_t>(size));
+      HCOMM_MPI_CHECK(MPI_Allgather(&prop.uuid, sizeof(cudaUUID_t), MPI_BYTE, all.data(), sizeof(cudaUUID_t), MPI_BYTE, c));
+      for (int a = 0; a < size; ++a)
+        for (int b = a + 1; b < size; ++b)
+          if (std::memcmp(&all[static_cast<std::size_t>(a)], &all[static_cast<std::size_t>(b)], sizeof(cudaUUID_t)) == 0)
+            hcomm::fail(errc::nccl_failure,
+                        "transport::nccl: ranks " + std::to_string(a) + " and " + std::to_string(b) +
+                            " of the communicator share one GPU (this is rank " + std::to_string(rank) +
+                            "); NCCL refuses two ranks on one GPU: give each rank its own device, or share one "
+                            "over transport::mpi_staged");
+    }
 
     void group(lane l) {
       cur_ = &lanes_[static_cast<std::size_t>(l)];

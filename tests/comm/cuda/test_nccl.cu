@@ -8,7 +8,8 @@
 //   NCCL group) moves a frame; NCCL's all-reduce, reduce-scatter, all-gather and broadcast
 //   of one rank leave the values as they were; a host buffer is refused by the context;
 // - on 2 or more ranks sharing one GPU: the context refuses to start with
-//   errc::nccl_failure saying why (NCCL's duplicate-GPU check), on every rank; with a GPU
+//   errc::nccl_failure saying why (the endpoint compares the ranks' GPU UUIDs before NCCL
+//   starts), on every rank; with a GPU
 //   per rank: every collective equals the host context's bytes (as comm_lockstep_transport
 //   checks for mpi_exact on the CPU).
 // Without a usable device every rank prints "SKIPPED: ..." and exits 77 (ctest: skipped).
