@@ -11,8 +11,11 @@
 // non-blocking stream, on the CUDA device current when the context is made. The codec
 // work stays on the executor's stream: the host knows a frame is complete before it queues
 // its send (it read the frame's size), and a received frame is decoded only after the host
-// saw its lane's event. NCCL refuses two ranks on one GPU (ncclInvalidUsage): share a GPU
-// between ranks over transport::mpi_staged instead. The collectives (uncompressed data)
+// saw its lane's event. NCCL refuses two ranks on one GPU: the endpoint compares the ranks'
+// GPU UUIDs first and stops all of them (errc::nccl_failure); share a GPU between ranks over
+// transport::mpi_staged instead. Known gap: a first exchange in which two ranks both send
+// before they receive can block in NCCL's lazy connection set-up (each send is its own
+// group, queued at isend; its receive is queued at wait); untested, as it needs two GPUs. The collectives (uncompressed data)
 // run on the ring lane and are waited for on the host, as MPI's are.
 //
 // Errors: an NCCL call that fails, or an asynchronous error NCCL reports while the host
