@@ -169,6 +169,21 @@ void lockstep_rules() {
   } catch (const hcomm::error& e) {
     CHECK(false, std::string("mpi_exact on the host executor: ") + e.what());
   }
+  {  // the first exchange of a fresh context, both ranks of a pair sending before they receive:
+     // each send's connection is set up in the background (mpi_exact models NCCL's set-up; a
+     // blocking one would leave both ranks waiting in it, and this test to its timeout)
+    check_context dx(MPI_COMM_WORLD, opt, "exchange");
+    const int peer = (r % 2 == 0) ? r + 1 : r - 1;
+    if (peer < p) {
+      const std::vector<float> x = data_of<float>(r, 3000, 10);
+      std::vector<float> y(3000);
+      auto s = alg::isend(dx, cfg, std::span<const float>(x), peer, 6);
+      auto q = alg::irecv(dx, cfg, std::span<float>(y), peer, 6);
+      q.wait();
+      s.wait();
+      CHECK(same(y, data_of<float>(peer, 3000, 10)), "a first exchange in which both ranks send first");
+    }
+  }
   {  // a message to oneself would deadlock on a lane: refused before anything is queued
     check_context dx(MPI_COMM_WORLD, opt, "self");
     std::vector<float> x(100, 1.0f);

@@ -61,6 +61,16 @@ namespace hcomm::transport {
 enum class lane : int { ring = 0, up = 1, down = 2 };
 inline constexpr int lane_count = 3;
 
+// NCCL connects two ranks on a communicator the first time a group between them runs there,
+// and a blocking communicator's ncclGroupEnd waits in that set-up until the peer's matching
+// group arrives. The ring lane's groups always pair up (every rank queues the same rounds
+// after the sizes crossed), so its set-up may block. A point-to-point send is queued at
+// isend and its receive only at wait, so two ranks that both send first would each wait in
+// the other's set-up: the point-to-point lanes connect in the background instead (NCCL's
+// non-blocking communicators), their groups held on the host, in order, until their lane is
+// set up; any test or wait on the communicator moves them on.
+constexpr bool lane_connects_in_background(lane l) noexcept { return l != lane::ring; }
+
 namespace lockstep_detail {
 inline constexpr int tag_announce = 0x4850;  // point-to-point announcements {tag, bytes}
 inline constexpr int tag_round = 0x4851;     // a round's frame size

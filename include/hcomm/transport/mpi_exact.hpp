@@ -9,9 +9,14 @@
 // front has its operations posted (synchronous-mode sends, MPI_Issend, so a send completes
 // only once its receive is posted, as in NCCL), the next one is posted when it has
 // completed, and a receive must get exactly the size it asked for (errc::mismatch, where
-// NCCL would hang or corrupt). The queues move whenever the host waits for any ticket, as
-// a GPU runs NCCL's kernels whatever the host does; a pattern that would deadlock on NCCL
-// deadlocks here too (a test's timeout finds it).
+// NCCL would hang or corrupt). NCCL's connection set-up is modelled too: the first group
+// that sends to (or receives from) a peer on a lane exchanges a handshake with that peer's
+// first group receiving from (sending to) this rank there. On the ring lane end_group waits
+// for it, as a blocking communicator's ncclGroupEnd does; on the point-to-point lanes it
+// completes in the background, the lane's groups posted once it has
+// (lane_connects_in_background in transport/lockstep.hpp). The queues move whenever the host
+// waits for any ticket, as a GPU runs NCCL's kernels whatever the host does; a pattern that
+// would deadlock on NCCL deadlocks here too (a test's timeout finds it).
 #pragma once
 #include <mpi.h>
 
@@ -45,19 +50,30 @@ struct mpi_exact_backend {
   class endpoint {
    public:
     explicit endpoint(MPI_Comm c) : comm_(c) {
-      for (auto& l : lanes_) l.comm = mpi::dup(c);
+      const int size = mpi::size(c);
+      for (auto& l : lanes_) {
+        l.comm = mpi::dup(c);
+        l.to.resize(static_cast<std::size_t>(size));
+        l.from.resize(static_cast<std::size_t>(size));
+      }
     }
     endpoint(const endpoint&) = delete;
     endpoint& operator=(const endpoint&) = delete;
     ~endpoint() {
       if (mpi::finalized()) return;
-      for (auto& l : lanes_)  // operations still posted (an interrupted pattern) are cancelled or freed
+      const auto drop = [](MPI_Request& r) {
+        if (r != MPI_REQUEST_NULL) {
+          MPI_Cancel(&r);
+          MPI_Request_free(&r);
+        }
+      };
+      for (auto& l : lanes_) {  // operations still posted (an interrupted pattern) are cancelled or freed
         for (auto& g : l.q)
-          for (auto& r : g.reqs)
-            if (r != MPI_REQUEST_NULL) {
-              MPI_Cancel(&r);
-              MPI_Request_free(&r);
-            }
+          for (auto& r : g.reqs) drop(r);
+        for (auto* side : {&l.to, &l.from})
+          for (auto& k : *side)
+            for (auto& r : k.hs) drop(r);
+      }
     }
 
     void group(lane l) {
@@ -68,6 +84,12 @@ struct mpi_exact_backend {
     void recv(void* p, std::size_t bytes, int peer) { open_.ops.push_back({false, p, bytes, peer}); }
     ticket end_group() {
       lane_state& l = lanes_[static_cast<std::size_t>(cur_)];
+      for (const op& o : open_.ops) start_connect(l, o);
+      if (!lane_connects_in_background(static_cast<lane>(cur_)))
+        for (const op& o : open_.ops) {  // as a blocking ncclGroupEnd: the peer's set-up must arrive
+          connector& k = connector_of(l, o);
+          HCOMM_MPI_CHECK(MPI_Waitall(2, k.hs, MPI_STATUSES_IGNORE));
+        }
       const std::uint64_t seq = ++l.queued;
       open_.seq = seq;
       l.q.push_back(std::move(open_));
@@ -128,19 +150,52 @@ struct mpi_exact_backend {
       std::uint64_t seq = 0;
       bool posted = false;
     };
+    // One direction of a connection (this rank's sending or receiving side toward a peer):
+    // unset until a group first uses it, then a handshake {this side's note, the peer's}.
+    struct connector {
+      bool started = false;
+      MPI_Request hs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    };
     struct lane_state {
       mpi::owned_comm comm;
       std::deque<group_ops> q;
       std::uint64_t queued = 0, done = 0;
+      std::vector<connector> to, from;  // per peer: the sending side, the receiving side
     };
+    // Handshake tags (payloads use tag 0): a sending side's note, a receiving side's note.
+    static constexpr int tag_sender = 1, tag_receiver = 2;
+    static connector& connector_of(lane_state& l, const op& o) {
+      return (o.send ? l.to : l.from)[static_cast<std::size_t>(o.peer)];
+    }
+    void start_connect(lane_state& l, const op& o) {
+      connector& k = connector_of(l, o);
+      if (k.started) return;
+      k.started = true;
+      static const char note = 0;
+      HCOMM_MPI_CHECK(MPI_Isend(&note, 0, MPI_BYTE, o.peer, o.send ? tag_sender : tag_receiver, l.comm.get(), &k.hs[0]));
+      HCOMM_MPI_CHECK(MPI_Irecv(nullptr, 0, MPI_BYTE, o.peer, o.send ? tag_receiver : tag_sender, l.comm.get(), &k.hs[1]));
+    }
+    // Whether every connection g uses is set up (moving the handshakes on).
+    bool connected(lane_state& l, const group_ops& g) {
+      for (const op& o : g.ops) {
+        connector& k = connector_of(l, o);
+        int flag = 0;
+        HCOMM_MPI_CHECK(MPI_Testall(2, k.hs, &flag, MPI_STATUSES_IGNORE));
+        if (!flag) return false;
+      }
+      return true;
+    }
 
-    // Posts the front group of each lane; retires it when all its operations completed
-    // (each receive with exactly its size), and posts the next.
+    // Posts the front group of each lane once its connections are set up; retires it when
+    // all its operations completed (each receive with exactly its size), and posts the next.
     void progress() {
       for (auto& l : lanes_) {
         while (!l.q.empty()) {
           group_ops& g = l.q.front();
-          if (!g.posted) post(l, g);
+          if (!g.posted) {
+            if (!connected(l, g)) break;
+            post(l, g);
+          }
           int flag = 0;
           std::vector<MPI_Status> st(g.reqs.size());
           const int rc = MPI_Testall(static_cast<int>(g.reqs.size()), g.reqs.data(), &flag, st.data());

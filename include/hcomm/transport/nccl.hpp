@@ -13,10 +13,13 @@
 // its send (it read the frame's size), and a received frame is decoded only after the host
 // saw its lane's event. NCCL refuses two ranks on one GPU: the endpoint compares the ranks'
 // GPU UUIDs first and stops all of them (errc::nccl_failure); share a GPU between ranks over
-// transport::mpi_staged instead. Known gap: a first exchange in which two ranks both send
-// before they receive can block in NCCL's lazy connection set-up (each send is its own
-// group, queued at isend; its receive is queued at wait); untested, as it needs two GPUs. The collectives (uncompressed data)
-// run on the ring lane and are waited for on the host, as MPI's are.
+// transport::mpi_staged instead. The point-to-point lanes' communicators are non-blocking
+// (lane_connects_in_background, transport/lockstep.hpp): NCCL sets up a connection the first
+// time two ranks exchange on a communicator, and two ranks that both send first would each
+// wait in a blocking set-up for the other. Their groups are held on the host, in order, until
+// the lane's previous group is set up (NCCL accepts no call on a communicator in progress);
+// a group's event is recorded once its kernels are on the lane's stream. The collectives
+// (uncompressed data) run on the ring lane and are waited for on the host, as MPI's are.
 //
 // Errors: an NCCL call that fails, or an asynchronous error NCCL reports while the host
 // waits, is an hcomm::error(errc::nccl_failure) naming the call, file:line and NCCL's text.
@@ -38,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -66,7 +70,20 @@ struct nccl_backend {
   template <class Exec>
   static constexpr bool stages = false;
 
+  struct group_record;
   struct ticket {
+    group_record* group = nullptr;
+  };
+  // A group's operations, kept on the host until its lane takes it; its event is recorded
+  // once NCCL has put its kernels on the lane's stream.
+  struct group_record {
+    struct op {
+      bool send;
+      void* p;
+      std::size_t bytes;
+      int peer;
+    };
+    std::vector<op> ops;
     cudaEvent_t event = nullptr;
   };
 
@@ -78,7 +95,8 @@ struct nccl_backend {
       HCOMM_MPI_CHECK(MPI_Comm_size(c, &size));
       HCOMM_CUDA_CHECK(cudaGetDevice(&device_));
       refuse_shared_gpu(c, rank, size);
-      for (auto& l : lanes_) {
+      for (int i = 0; i < lane_count; ++i) {
+        lane_state& l = lanes_[static_cast<std::size_t>(i)];
         // rank 0's id and whether it got one, so that a failure there stops every rank
         struct {
           ncclUniqueId id;
@@ -91,14 +109,19 @@ struct nccl_backend {
           hcomm::fail(errc::nccl_failure, std::string("ncclGetUniqueId on rank 0 failed: ") +
                                               ncclGetErrorString(static_cast<ncclResult_t>(got.rc)));
         }
-        const ncclUniqueId& id = got.id;
         HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
-        const ncclResult_t rc = ncclCommInitRank(&l.comm, size, id, rank);
+        l.background = lane_connects_in_background(static_cast<lane>(i));
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = l.background ? 0 : 1;
+        ncclResult_t rc = ncclCommInitRankConfig(&l.comm, size, got.id, rank, &config);
+        const bool live = rc == ncclInProgress;  // a non-blocking set-up: the handle stands whatever it ends in
+        if (live) rc = settled_state(l.comm);
         if (rc != ncclSuccess) {
+          if (live) ncclCommAbort(l.comm);
           l.comm = nullptr;
           release();
           hcomm::fail(errc::nccl_failure,
-                      std::string("ncclCommInitRank (rank ") + std::to_string(rank) + " of " + std::to_string(size) +
+                      std::string("ncclCommInitRankConfig (rank ") + std::to_string(rank) + " of " + std::to_string(size) +
                           ", CUDA device " + std::to_string(device_) + ") at " + HCOMM_WHERE_ + ": " +
                           ncclGetErrorString(rc) +
                           (rc == ncclInvalidUsage ? " (NCCL refuses two ranks on one GPU: give each rank its own "
@@ -131,34 +154,39 @@ struct nccl_backend {
 
     void group(lane l) {
       cur_ = &lanes_[static_cast<std::size_t>(l)];
-      HCOMM_NCCL_CHECK(ncclGroupStart());
+      open_ = take_record();
     }
-    void send(const void* p, std::size_t bytes, int peer) {
-      HCOMM_NCCL_CHECK(ncclSend(p, bytes, ncclUint8, peer, cur_->comm, cur_->stream));
-    }
-    void recv(void* p, std::size_t bytes, int peer) {
-      HCOMM_NCCL_CHECK(ncclRecv(p, bytes, ncclUint8, peer, cur_->comm, cur_->stream));
-    }
+    void send(const void* p, std::size_t bytes, int peer) { open_->ops.push_back({true, const_cast<void*>(p), bytes, peer}); }
+    void recv(void* p, std::size_t bytes, int peer) { open_->ops.push_back({false, p, bytes, peer}); }
     ticket end_group() {
-      HCOMM_NCCL_CHECK(ncclGroupEnd());
-      ticket t{take_event()};
-      HCOMM_CUDA_CHECK(cudaEventRecord(t.event, cur_->stream));
+      cur_->held.push_back(open_);
+      const ticket t{open_};
+      open_ = nullptr;
+      advance();
       return t;
     }
     // Whether the group finished; NCCL's asynchronous errors are checked meanwhile (a peer that
-    // failed would otherwise leave this rank waiting for ever). A finished ticket's event goes
+    // failed would otherwise leave this rank waiting for ever). A finished ticket's record goes
     // back to the pool: test it no more.
     bool test(const ticket& t) {
-      const cudaError_t q = cudaEventQuery(t.event);
+      advance();
+      if (!t.group->event) {
+        check_async();
+        return false;
+      }
+      const cudaError_t q = cudaEventQuery(t.group->event);
       if (q == cudaErrorNotReady) {
         check_async();
         return false;
       }
       HCOMM_CUDA_CHECK(q);
-      events_.push_back(t.event);
+      events_.push_back(t.group->event);
+      t.group->event = nullptr;
+      records_free_.push_back(t.group);
       return true;
     }
-    void poll() {}  // (NCCL's kernels move on their own)
+    // NCCL's kernels move on their own; held groups move on when their lane is set up.
+    void poll() { advance(); }
     // Receives nobody wants land here; earlier buffers are kept until the endpoint goes (a
     // queued receive may still write into one).
     void* discard(std::size_t bytes) {
@@ -200,7 +228,71 @@ struct nccl_backend {
     struct lane_state {
       ncclComm_t comm = nullptr;
       cudaStream_t stream = nullptr;
+      bool background = false;             // a non-blocking communicator
+      std::deque<group_record*> held;      // queued on the host, not yet given to NCCL
+      group_record* setting_up = nullptr;  // given to NCCL, its communicator still in progress
     };
+    // A communicator's state once it is no longer in progress (a non-blocking one's set-up).
+    static ncclResult_t settled_state(ncclComm_t comm) {
+      const timespec tick{0, 20000};
+      for (;;) {
+        ncclResult_t st = ncclSuccess;
+        const ncclResult_t rc = ncclCommGetAsyncError(comm, &st);
+        if (rc != ncclSuccess) return rc;
+        if (st != ncclInProgress) return st;
+        nanosleep(&tick, nullptr);
+      }
+    }
+    // Gives each lane's held groups to NCCL in order: on a non-blocking communicator the next
+    // only once the one before is set up (its kernels on the stream, where its event goes).
+    void advance() {
+      for (auto& l : lanes_) {
+        if (l.setting_up) {
+          ncclResult_t st = ncclSuccess;
+          HCOMM_NCCL_CHECK(ncclCommGetAsyncError(l.comm, &st));
+          if (st == ncclInProgress) continue;
+          if (st != ncclSuccess)
+            hcomm::fail(errc::nccl_failure, std::string("NCCL failed while setting up a point-to-point group: ") +
+                                                ncclGetErrorString(st) + " (" + HCOMM_WHERE_ + ")");
+          mark_queued(l, l.setting_up);
+          l.setting_up = nullptr;
+        }
+        while (!l.setting_up && !l.held.empty()) {
+          group_record* g = l.held.front();
+          l.held.pop_front();
+          HCOMM_NCCL_CHECK(ncclGroupStart());
+          for (const auto& o : g->ops) {
+            const ncclResult_t rc = o.send ? ncclSend(o.p, o.bytes, ncclUint8, o.peer, l.comm, l.stream)
+                                           : ncclRecv(o.p, o.bytes, ncclUint8, o.peer, l.comm, l.stream);
+            if (rc != ncclSuccess && rc != ncclInProgress) {
+              (void)ncclGroupEnd();
+              HCOMM_NCCL_CHECK(rc);
+            }
+          }
+          const ncclResult_t rc = ncclGroupEnd();
+          if (rc == ncclInProgress) l.setting_up = g;
+          else if (rc == ncclSuccess) mark_queued(l, g);
+          else HCOMM_NCCL_CHECK(rc);
+        }
+      }
+    }
+    void mark_queued(lane_state& l, group_record* g) {
+      cudaEvent_t e = take_event();
+      HCOMM_CUDA_CHECK(cudaEventRecord(e, l.stream));
+      g->event = e;
+    }
+    group_record* take_record() {
+      group_record* g;
+      if (records_free_.empty()) {
+        g = &records_.emplace_back();
+      } else {
+        g = records_free_.back();
+        records_free_.pop_back();
+      }
+      g->ops.clear();
+      g->event = nullptr;
+      return g;
+    }
     template <class T>
     static ncclDataType_t type_of() {
       if constexpr (std::is_same_v<T, float>) return ncclFloat32;
@@ -211,10 +303,16 @@ struct nccl_backend {
     }
     lane_state& ring() { return lanes_[static_cast<std::size_t>(lane::ring)]; }
     void settle() {
-      const ticket t{take_event()};
-      HCOMM_CUDA_CHECK(cudaEventRecord(t.event, ring().stream));
+      cudaEvent_t e = take_event();
+      HCOMM_CUDA_CHECK(cudaEventRecord(e, ring().stream));
       const timespec tick{0, 20000};
-      while (!test(t)) nanosleep(&tick, nullptr);
+      cudaError_t q;
+      while ((q = cudaEventQuery(e)) == cudaErrorNotReady) {
+        check_async();
+        nanosleep(&tick, nullptr);
+      }
+      HCOMM_CUDA_CHECK(q);
+      events_.push_back(e);
     }
     cudaEvent_t take_event() {
       if (!events_.empty()) {
@@ -231,21 +329,30 @@ struct nccl_backend {
       for (auto& l : lanes_) {
         ncclResult_t async = ncclSuccess;
         HCOMM_NCCL_CHECK(ncclCommGetAsyncError(l.comm, &async));
-        if (async != ncclSuccess)
+        if (async != ncclSuccess && async != ncclInProgress)
           hcomm::fail(errc::nccl_failure, std::string("NCCL reported an asynchronous error while this rank waited: ") +
                                               ncclGetErrorString(async) + " (" + HCOMM_WHERE_ + ")");
       }
     }
-    // Destroys what was made (after an error NCCL's communicators are aborted, not destroyed:
-    // destroy would wait for operations that cannot finish).
+    // Destroys what was made (after an error, or with a group still being set up, NCCL's
+    // communicators are aborted, not destroyed: destroy would wait for operations that cannot
+    // finish). A non-blocking communicator is finalized first, as NCCL asks, for at most
+    // 10 s (a peer that stopped), then aborted.
     void release() noexcept {
       for (auto& l : lanes_) {
         if (l.comm) {
           ncclResult_t async = ncclSuccess;
-          if (ncclCommGetAsyncError(l.comm, &async) == ncclSuccess && async == ncclSuccess) ncclCommDestroy(l.comm);
+          bool healthy = ncclCommGetAsyncError(l.comm, &async) == ncclSuccess && async == ncclSuccess;
+          if (healthy && l.background) {
+            const ncclResult_t rc = ncclCommFinalize(l.comm);
+            healthy = (rc == ncclSuccess || rc == ncclInProgress) && finalized_within(l.comm, 10.0);
+          }
+          if (healthy) ncclCommDestroy(l.comm);
           else ncclCommAbort(l.comm);
           l.comm = nullptr;
         }
+        l.held.clear();
+        l.setting_up = nullptr;
         if (l.stream) cudaStreamDestroy(l.stream);
         l.stream = nullptr;
       }
@@ -257,9 +364,23 @@ struct nccl_backend {
       discard_sizes_.clear();
     }
 
+    static bool finalized_within(ncclComm_t comm, double seconds) noexcept {
+      const timespec tick{0, 100000};
+      for (double waited = 0; waited < seconds; waited += 1e-4) {
+        ncclResult_t st = ncclSuccess;
+        if (ncclCommGetAsyncError(comm, &st) != ncclSuccess) return false;
+        if (st != ncclInProgress) return st == ncclSuccess;
+        nanosleep(&tick, nullptr);
+      }
+      return false;
+    }
+
     int device_ = 0;
     std::array<lane_state, lane_count> lanes_{};
     lane_state* cur_ = nullptr;
+    group_record* open_ = nullptr;
+    std::deque<group_record> records_;  // (a deque: records stay where they are)
+    std::vector<group_record*> records_free_;
     std::vector<cudaEvent_t> events_, all_events_;
     std::vector<void*> discard_;
     std::vector<std::size_t> discard_sizes_;
