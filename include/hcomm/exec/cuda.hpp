@@ -166,12 +166,23 @@ class cuda {
   void make_current() const {
     if (stream_ == nullptr) return;
 #if CUDART_VERSION >= 12080
-    int dev = 0;
-    HCOMM_CUDA_CHECK(cudaStreamGetDevice(stream_, &dev));
-    HCOMM_CUDA_CHECK(cudaSetDevice(dev));
+    HCOMM_CUDA_CHECK(cudaSetDevice(stream_device()));
 #else
     fail(errc::unsupported, "exec::cuda::make_current needs CUDA 12.8 or newer (cudaStreamGetDevice)");
 #endif
+  }
+  // The device the stream's work runs on: the stream's own (CUDA 12.8 on), else, and for the
+  // legacy default stream, the calling thread's current device.
+  int stream_device() const {
+    int dev = 0;
+#if CUDART_VERSION >= 12080
+    if (stream_ != nullptr) {
+      HCOMM_CUDA_CHECK(cudaStreamGetDevice(stream_, &dev));
+      return dev;
+    }
+#endif
+    HCOMM_CUDA_CHECK(cudaGetDevice(&dev));
+    return dev;
   }
 
   // Bytes of scan workspace this object holds (grown on demand, never shrunk).
@@ -292,7 +303,8 @@ class cuda {
   // The collectives' entry points call this on every buffer they are given: p must be memory
   // the device reaches as device memory (device or managed; a null pointer passes, for empty
   // buffers). Host memory, pageable or page-locked, is refused with an error naming the
-  // argument: passing a host buffer to a device context is a mix-up, not a slow path.
+  // argument: passing a host buffer to a device context is a mix-up, not a slow path. So is
+  // device memory of another GPU than the stream's (one rank per GPU: another rank's device).
   void check_device_pointer(const void* p, const char* what) const {
     if (p == nullptr) return;
     cudaPointerAttributes a{};
@@ -302,7 +314,14 @@ class cuda {
       fail(errc::invalid_argument, std::string("hcomm: ") + what + " is not CUDA memory (cudaPointerGetAttributes: " +
                                        cudaGetErrorString(e) + "); a context on exec::cuda takes device buffers");
     }
-    if (a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged) return;
+    if (a.type == cudaMemoryTypeManaged) return;
+    if (a.type == cudaMemoryTypeDevice) {
+      const int mine = stream_device();
+      if (a.device == mine) return;
+      fail(errc::invalid_argument, std::string("hcomm: ") + what + " is memory of CUDA device " +
+                                       std::to_string(a.device) + ", but this context's stream runs on device " +
+                                       std::to_string(mine) + " (each rank's buffers belong on its own GPU)");
+    }
     fail(errc::invalid_argument, std::string("hcomm: ") + what + " is " +
                                      (a.type == cudaMemoryTypeHost ? "page-locked host memory" : "host memory") +
                                      ", but this context runs on exec::cuda and takes device (or managed) memory "
