@@ -32,12 +32,24 @@
 // is still received, into a discard buffer, so that the lane's order stays intact, and the
 // request reports errc::mismatch.
 //
+// Progress: NCCL connects two ranks on a communicator the first time a group between them
+// runs there, and a blocking communicator would wait in that set-up for the peer's matching
+// group; a point-to-point receive is queued only at wait, so two ranks that both send first
+// would each wait in the other's. So backends set groups up in the background (NCCL's
+// non-blocking communicators) and hold a lane's later groups on the host until the one
+// before is set up. Held groups move only when the host calls into the backend, so every
+// step of this transport that waits (for a ticket, a size, an announcement, a collective,
+// the small values' MPI collectives) keeps calling test() or poll() meanwhile; between calls
+// into hcomm a held group waits (a send queued behind another on one lane is issued at the
+// next call on that communicator).
+//
 // A backend provides: name; reaches<Exec> and stages<Exec> (as transport/mpi_host.hpp);
 // an endpoint made collectively from an MPI communicator, with group(lane) ... send(p,
 // bytes, peer) / recv(p, bytes, peer) ... end_group() -> ticket, test(ticket) (has that
 // group finished; moves the queues along, where the host has to), poll() (the same without a
 // ticket), discard(bytes), and the collectives sum_allreduce, sum_reduce_scatter, allgather,
-// broadcast_values and broadcast_bytes on the memory it reaches (blocking).
+// broadcast_values and broadcast_bytes on the memory it reaches (returning once done, the
+// held groups moved on meanwhile).
 #pragma once
 #include <mpi.h>
 #include <time.h>
@@ -61,15 +73,6 @@ namespace hcomm::transport {
 enum class lane : int { ring = 0, up = 1, down = 2 };
 inline constexpr int lane_count = 3;
 
-// NCCL connects two ranks on a communicator the first time a group between them runs there,
-// and a blocking communicator's ncclGroupEnd waits in that set-up until the peer's matching
-// group arrives. The ring lane's groups always pair up (every rank queues the same rounds
-// after the sizes crossed), so its set-up may block. A point-to-point send is queued at
-// isend and its receive only at wait, so two ranks that both send first would each wait in
-// the other's set-up: the point-to-point lanes connect in the background instead (NCCL's
-// non-blocking communicators), their groups held on the host, in order, until their lane is
-// set up; any test or wait on the communicator moves them on.
-constexpr bool lane_connects_in_background(lane l) noexcept { return l != lane::ring; }
 
 namespace lockstep_detail {
 inline constexpr int tag_announce = 0x4850;  // point-to-point announcements {tag, bytes}
@@ -324,8 +327,12 @@ struct lockstep {
   }
 
   // --- small values and the collectives ---
+  // (The small values' MPI collectives are non-blocking ones, waited for as wait_host does:
+  // a peer may wait for a group held on this rank before it joins.)
   static void max_allreduce(long long* v, int n, comm_type c) {
-    HCOMM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MAX, c->comm.get()));
+    MPI_Request m = MPI_REQUEST_NULL;
+    HCOMM_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MAX, c->comm.get(), &m));
+    wait_host(c, &m, "max allreduce", mpi::yield_between_tests);
   }
   template <class T>
   static void sum_allreduce(T* data, std::size_t n, comm_type c) {
@@ -344,7 +351,9 @@ struct lockstep {
     c->ep.broadcast_values(data, n, root);
   }
   static void broadcast_words(std::uint64_t* w, std::size_t n, int root, comm_type c) {
-    HCOMM_MPI_CHECK(MPI_Bcast(w, mpi::count_of(n, "broadcast words"), MPI_UINT64_T, root, c->comm.get()));
+    MPI_Request m = MPI_REQUEST_NULL;
+    HCOMM_MPI_CHECK(MPI_Ibcast(w, mpi::count_of(n, "broadcast words"), MPI_UINT64_T, root, c->comm.get(), &m));
+    wait_host(c, &m, "broadcast words", mpi::yield_between_tests);
   }
   static void broadcast_bytes(void* p, std::size_t bytes, int root, comm_type c) { c->ep.broadcast_bytes(p, bytes, root); }
 

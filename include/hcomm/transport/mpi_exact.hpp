@@ -11,12 +11,11 @@
 // completed, and a receive must get exactly the size it asked for (errc::mismatch, where
 // NCCL would hang or corrupt). NCCL's connection set-up is modelled too: the first group
 // that sends to (or receives from) a peer on a lane exchanges a handshake with that peer's
-// first group receiving from (sending to) this rank there. On the ring lane end_group waits
-// for it, as a blocking communicator's ncclGroupEnd does; on the point-to-point lanes it
-// completes in the background, the lane's groups posted once it has
-// (lane_connects_in_background in transport/lockstep.hpp). The queues move whenever the host
-// waits for any ticket, as a GPU runs NCCL's kernels whatever the host does; a pattern that
-// would deadlock on NCCL deadlocks here too (a test's timeout finds it).
+// first group receiving from (sending to) this rank there, in the background, and the
+// lane's groups are posted once it is done (the progress rule of transport/lockstep.hpp).
+// The queues move whenever the host waits for a ticket or a collective, as held groups on
+// NCCL do; a pattern that would deadlock on NCCL deadlocks here too (a test's timeout finds
+// it).
 #pragma once
 #include <mpi.h>
 
@@ -85,11 +84,6 @@ struct mpi_exact_backend {
     ticket end_group() {
       lane_state& l = lanes_[static_cast<std::size_t>(cur_)];
       for (const op& o : open_.ops) start_connect(l, o);
-      if (!lane_connects_in_background(static_cast<lane>(cur_)))
-        for (const op& o : open_.ops) {  // as a blocking ncclGroupEnd: the peer's set-up must arrive
-          connector& k = connector_of(l, o);
-          HCOMM_MPI_CHECK(MPI_Waitall(2, k.hs, MPI_STATUSES_IGNORE));
-        }
       const std::uint64_t seq = ++l.queued;
       open_.seq = seq;
       l.q.push_back(std::move(open_));
@@ -109,26 +103,34 @@ struct mpi_exact_backend {
       return discard_.back().data();
     }
 
+    // The collectives: MPI's, once every rank has come to them (a non-blocking barrier, the
+    // lanes' queues moved on meanwhile: a peer may wait for a group held here before it comes).
+    // (MPI's blocking collectives, not its non-blocking ones: those may sum in another order.)
     template <class T>
     void sum_allreduce(T* data, std::size_t n) {
+      all_here();
       HCOMM_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, mpi::count_of(n, "allreduce elements"), mpi::datatype_of<T>(),
                                     mpi::sum_op<T>(), comm_));
     }
     template <class T>
     void sum_reduce_scatter(const T* in, T* out, std::size_t m) {
+      all_here();
       HCOMM_MPI_CHECK(MPI_Reduce_scatter_block(in, out, mpi::count_of(m, "reduce_scatter elements"),
                                                mpi::datatype_of<T>(), mpi::sum_op<T>(), comm_));
     }
     template <class T>
     void allgather(const T* in, T* out, std::size_t m) {
+      all_here();
       HCOMM_MPI_CHECK(MPI_Allgather(in, mpi::count_of(m, "allgather elements"), mpi::datatype_of<T>(), out,
                                     static_cast<int>(m), mpi::datatype_of<T>(), comm_));
     }
     template <class T>
     void broadcast_values(T* data, std::size_t n, int root) {
+      all_here();
       HCOMM_MPI_CHECK(MPI_Bcast(data, mpi::count_of(n, "broadcast elements"), mpi::datatype_of<T>(), root, comm_));
     }
     void broadcast_bytes(void* p, std::size_t bytes, int root) {
+      all_here();
       auto* b = static_cast<unsigned char*>(p);
       for (std::size_t at = 0; at < bytes;) {
         const std::size_t piece = bytes - at < (std::size_t{1} << 30) ? bytes - at : (std::size_t{1} << 30);
@@ -229,6 +231,17 @@ struct mpi_exact_backend {
         else HCOMM_MPI_CHECK(MPI_Irecv(o.p, n, MPI_BYTE, o.peer, 0, l.comm.get(), &g.reqs[i]));
       }
       g.posted = true;
+    }
+    void all_here() {
+      MPI_Request m = MPI_REQUEST_NULL;
+      HCOMM_MPI_CHECK(MPI_Ibarrier(comm_, &m));
+      for (;;) {
+        int done = 0;
+        HCOMM_MPI_CHECK(MPI_Test(&m, &done, MPI_STATUS_IGNORE));
+        if (done) return;
+        progress();
+        mpi::pause_between_tests(mpi::yield_between_tests);
+      }
     }
     [[noreturn]] static void fail_op(const op& o, int rc) {
       int cls = rc;

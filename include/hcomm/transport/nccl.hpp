@@ -13,13 +13,15 @@
 // its send (it read the frame's size), and a received frame is decoded only after the host
 // saw its lane's event. NCCL refuses two ranks on one GPU: the endpoint compares the ranks'
 // GPU UUIDs first and stops all of them (errc::nccl_failure); share a GPU between ranks over
-// transport::mpi_staged instead. The point-to-point lanes' communicators are non-blocking
-// (lane_connects_in_background, transport/lockstep.hpp): NCCL sets up a connection the first
-// time two ranks exchange on a communicator, and two ranks that both send first would each
-// wait in a blocking set-up for the other. Their groups are held on the host, in order, until
-// the lane's previous group is set up (NCCL accepts no call on a communicator in progress);
-// a group's event is recorded once its kernels are on the lane's stream. The collectives
-// (uncompressed data) run on the ring lane and are waited for on the host, as MPI's are.
+// transport::mpi_staged instead.
+//
+// The communicators are NCCL's non-blocking ones (the progress rule of transport/lockstep.hpp:
+// NCCL sets up a connection the first time two ranks exchange on a communicator, and two
+// ranks that both send first would each wait in a blocking set-up for the other). Each
+// ncclGroupEnd then runs in a thread of NCCL's; a lane's later groups are held on the host,
+// in order, until the one before is set up (NCCL takes no call on a communicator in
+// progress), and a group's event is recorded once its kernels are on the lane's stream. The
+// collectives (uncompressed data) are groups of the ring lane too, waited for on the host.
 //
 // Errors: an NCCL call that fails, or an asynchronous error NCCL reports while the host
 // waits, is an hcomm::error(errc::nccl_failure) naming the call, file:line and NCCL's text.
@@ -77,11 +79,14 @@ struct nccl_backend {
   // A group's operations, kept on the host until its lane takes it; its event is recorded
   // once NCCL has put its kernels on the lane's stream.
   struct group_record {
+    enum kind_t { send, recv, allreduce, reduce_scatter, allgather, broadcast };
     struct op {
-      bool send;
-      void* p;
-      std::size_t bytes;
-      int peer;
+      kind_t kind;
+      const void* in;
+      void* out;
+      std::size_t count;
+      ncclDataType_t type;
+      int peer;  // send, recv: the peer; broadcast: the root
     };
     std::vector<op> ops;
     cudaEvent_t event = nullptr;
@@ -110,14 +115,12 @@ struct nccl_backend {
                                               ncclGetErrorString(static_cast<ncclResult_t>(got.rc)));
         }
         HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
-        l.background = lane_connects_in_background(static_cast<lane>(i));
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-        config.blocking = l.background ? 0 : 1;
+        config.blocking = 0;
         ncclResult_t rc = ncclCommInitRankConfig(&l.comm, size, got.id, rank, &config);
-        const bool live = rc == ncclInProgress;  // a non-blocking set-up: the handle stands whatever it ends in
-        if (live) rc = settled_state(l.comm);
+        if (rc == ncclInProgress) rc = settled_state(l.comm);
         if (rc != ncclSuccess) {
-          if (live) ncclCommAbort(l.comm);
+          if (l.comm) ncclCommAbort(l.comm);  // (also joins NCCL's set-up thread)
           l.comm = nullptr;
           release();
           hcomm::fail(errc::nccl_failure,
@@ -156,13 +159,30 @@ struct nccl_backend {
       cur_ = &lanes_[static_cast<std::size_t>(l)];
       open_ = take_record();
     }
-    void send(const void* p, std::size_t bytes, int peer) { open_->ops.push_back({true, const_cast<void*>(p), bytes, peer}); }
-    void recv(void* p, std::size_t bytes, int peer) { open_->ops.push_back({false, p, bytes, peer}); }
+    void send(const void* p, std::size_t bytes, int peer) {
+      open_->ops.push_back({group_record::send, p, nullptr, bytes, ncclUint8, peer});
+    }
+    void recv(void* p, std::size_t bytes, int peer) {
+      open_->ops.push_back({group_record::recv, nullptr, p, bytes, ncclUint8, peer});
+    }
+    // Queues the group on its lane (given to NCCL now if the lane is free). If moving the
+    // queues on fails, the group is taken back: nothing is left to write into the caller's
+    // buffers after the error.
     ticket end_group() {
       cur_->held.push_back(open_);
       const ticket t{open_};
       open_ = nullptr;
-      advance();
+      try {
+        advance();
+      } catch (...) {
+        for (auto& l : lanes_)
+          for (auto it = l.held.begin(); it != l.held.end(); ++it)
+            if (*it == t.group) {
+              l.held.erase(it);
+              break;
+            }
+        throw;
+      }
       return t;
     }
     // Whether the group finished; NCCL's asynchronous errors are checked meanwhile (a peer that
@@ -199,38 +219,35 @@ struct nccl_backend {
       return discard_.back();
     }
 
+    // The collectives: a group of the ring lane each, waited for on the host (the held
+    // groups moved on meanwhile).
     template <class T>
     void sum_allreduce(T* data, std::size_t n) {
-      HCOMM_NCCL_CHECK(ncclAllReduce(data, data, n, type_of<T>(), ncclSum, ring().comm, ring().stream));
-      settle();
+      collective({group_record::allreduce, data, data, n, type_of<T>(), 0});
     }
     template <class T>
     void sum_reduce_scatter(const T* in, T* out, std::size_t m) {
-      HCOMM_NCCL_CHECK(ncclReduceScatter(in, out, m, type_of<T>(), ncclSum, ring().comm, ring().stream));
-      settle();
+      collective({group_record::reduce_scatter, in, out, m, type_of<T>(), 0});
     }
     template <class T>
     void allgather(const T* in, T* out, std::size_t m) {
-      HCOMM_NCCL_CHECK(ncclAllGather(in, out, m, type_of<T>(), ring().comm, ring().stream));
-      settle();
+      collective({group_record::allgather, in, out, m, type_of<T>(), 0});
     }
     template <class T>
     void broadcast_values(T* data, std::size_t n, int root) {
-      HCOMM_NCCL_CHECK(ncclBroadcast(data, data, n, type_of<T>(), root, ring().comm, ring().stream));
-      settle();
+      collective({group_record::broadcast, data, data, n, type_of<T>(), root});
     }
     void broadcast_bytes(void* p, std::size_t bytes, int root) {
-      HCOMM_NCCL_CHECK(ncclBroadcast(p, p, bytes, ncclUint8, root, ring().comm, ring().stream));
-      settle();
+      collective({group_record::broadcast, p, p, bytes, ncclUint8, root});
     }
 
    private:
     struct lane_state {
       ncclComm_t comm = nullptr;
       cudaStream_t stream = nullptr;
-      bool background = false;             // a non-blocking communicator
       std::deque<group_record*> held;      // queued on the host, not yet given to NCCL
       group_record* setting_up = nullptr;  // given to NCCL, its communicator still in progress
+      bool finalizing = false;             // (release)
     };
     // A communicator's state once it is no longer in progress (a non-blocking one's set-up).
     static ncclResult_t settled_state(ncclComm_t comm) {
@@ -252,7 +269,7 @@ struct nccl_backend {
           HCOMM_NCCL_CHECK(ncclCommGetAsyncError(l.comm, &st));
           if (st == ncclInProgress) continue;
           if (st != ncclSuccess)
-            hcomm::fail(errc::nccl_failure, std::string("NCCL failed while setting up a point-to-point group: ") +
+            hcomm::fail(errc::nccl_failure, std::string("NCCL failed while setting up a group: ") +
                                                 ncclGetErrorString(st) + " (" + HCOMM_WHERE_ + ")");
           mark_queued(l, l.setting_up);
           l.setting_up = nullptr;
@@ -262,8 +279,7 @@ struct nccl_backend {
           l.held.pop_front();
           HCOMM_NCCL_CHECK(ncclGroupStart());
           for (const auto& o : g->ops) {
-            const ncclResult_t rc = o.send ? ncclSend(o.p, o.bytes, ncclUint8, o.peer, l.comm, l.stream)
-                                           : ncclRecv(o.p, o.bytes, ncclUint8, o.peer, l.comm, l.stream);
+            const ncclResult_t rc = issue(o, l);
             if (rc != ncclSuccess && rc != ncclInProgress) {
               (void)ncclGroupEnd();
               HCOMM_NCCL_CHECK(rc);
@@ -275,6 +291,24 @@ struct nccl_backend {
           else HCOMM_NCCL_CHECK(rc);
         }
       }
+    }
+    static ncclResult_t issue(const group_record::op& o, lane_state& l) {
+      switch (o.kind) {
+        case group_record::send: return ncclSend(o.in, o.count, o.type, o.peer, l.comm, l.stream);
+        case group_record::recv: return ncclRecv(o.out, o.count, o.type, o.peer, l.comm, l.stream);
+        case group_record::allreduce: return ncclAllReduce(o.in, o.out, o.count, o.type, ncclSum, l.comm, l.stream);
+        case group_record::reduce_scatter: return ncclReduceScatter(o.in, o.out, o.count, o.type, ncclSum, l.comm, l.stream);
+        case group_record::allgather: return ncclAllGather(o.in, o.out, o.count, o.type, l.comm, l.stream);
+        case group_record::broadcast: return ncclBroadcast(o.in, o.out, o.count, o.type, o.peer, l.comm, l.stream);
+      }
+      return ncclInternalError;
+    }
+    void collective(const group_record::op& o) {
+      group(lane::ring);
+      open_->ops.push_back(o);
+      const ticket t = end_group();
+      const timespec tick{0, 20000};
+      while (!test(t)) nanosleep(&tick, nullptr);
     }
     void mark_queued(lane_state& l, group_record* g) {
       cudaEvent_t e = take_event();
@@ -301,19 +335,6 @@ struct nccl_backend {
       else if constexpr (std::is_same_v<T, f16>) return ncclFloat16;
       else static_assert(sizeof(T) == 0, "hcomm: transport::nccl: no NCCL type for this element");
     }
-    lane_state& ring() { return lanes_[static_cast<std::size_t>(lane::ring)]; }
-    void settle() {
-      cudaEvent_t e = take_event();
-      HCOMM_CUDA_CHECK(cudaEventRecord(e, ring().stream));
-      const timespec tick{0, 20000};
-      cudaError_t q;
-      while ((q = cudaEventQuery(e)) == cudaErrorNotReady) {
-        check_async();
-        nanosleep(&tick, nullptr);
-      }
-      HCOMM_CUDA_CHECK(q);
-      events_.push_back(e);
-    }
     cudaEvent_t take_event() {
       if (!events_.empty()) {
         cudaEvent_t e = events_.back();
@@ -334,23 +355,50 @@ struct nccl_backend {
                                               ncclGetErrorString(async) + " (" + HCOMM_WHERE_ + ")");
       }
     }
-    // Destroys what was made (after an error, or with a group still being set up, NCCL's
-    // communicators are aborted, not destroyed: destroy would wait for operations that cannot
-    // finish). A non-blocking communicator is finalized first, as NCCL asks, for at most
-    // 10 s (a peer that stopped), then aborted.
+    // Destroys what was made. Groups still held are given to NCCL first and the communicators
+    // finalized, as NCCL asks of non-blocking ones, within 10 s in all (a peer that stopped
+    // would hold them for ever); after an error, or past that time, the communicators are
+    // aborted, not destroyed (destroy would wait for operations that cannot finish).
     void release() noexcept {
-      for (auto& l : lanes_) {
-        if (l.comm) {
-          ncclResult_t async = ncclSuccess;
-          bool healthy = ncclCommGetAsyncError(l.comm, &async) == ncclSuccess && async == ncclSuccess;
-          if (healthy && l.background) {
-            const ncclResult_t rc = ncclCommFinalize(l.comm);
-            healthy = (rc == ncclSuccess || rc == ncclInProgress) && finalized_within(l.comm, 10.0);
-          }
-          if (healthy) ncclCommDestroy(l.comm);
-          else ncclCommAbort(l.comm);
-          l.comm = nullptr;
+      const double deadline = seconds_now() + 10.0;
+      const timespec tick{0, 100000};
+      try {
+        for (;;) {
+          advance();
+          bool idle = true;
+          for (auto& l : lanes_) idle = idle && l.held.empty() && !l.setting_up;
+          if (idle || seconds_now() > deadline) break;
+          nanosleep(&tick, nullptr);
         }
+      } catch (...) {
+      }
+      for (auto& l : lanes_) {
+        if (!l.comm) continue;
+        ncclResult_t async = ncclSuccess;
+        l.finalizing = ncclCommGetAsyncError(l.comm, &async) == ncclSuccess && async == ncclSuccess;
+        if (l.finalizing) {
+          const ncclResult_t rc = ncclCommFinalize(l.comm);
+          l.finalizing = rc == ncclSuccess || rc == ncclInProgress;
+        }
+      }
+      for (auto& l : lanes_) {
+        if (!l.comm) continue;
+        bool healthy = false;
+        while (l.finalizing) {
+          ncclResult_t st = ncclSuccess;
+          if (ncclCommGetAsyncError(l.comm, &st) != ncclSuccess) break;
+          if (st != ncclInProgress) {
+            healthy = st == ncclSuccess;
+            break;
+          }
+          if (seconds_now() > deadline) break;
+          nanosleep(&tick, nullptr);
+        }
+        if (healthy) ncclCommDestroy(l.comm);
+        else ncclCommAbort(l.comm);
+        l.comm = nullptr;
+      }
+      for (auto& l : lanes_) {
         l.held.clear();
         l.setting_up = nullptr;
         if (l.stream) cudaStreamDestroy(l.stream);
@@ -363,16 +411,10 @@ struct nccl_backend {
       discard_.clear();
       discard_sizes_.clear();
     }
-
-    static bool finalized_within(ncclComm_t comm, double seconds) noexcept {
-      const timespec tick{0, 100000};
-      for (double waited = 0; waited < seconds; waited += 1e-4) {
-        ncclResult_t st = ncclSuccess;
-        if (ncclCommGetAsyncError(comm, &st) != ncclSuccess) return false;
-        if (st != ncclInProgress) return st == ncclSuccess;
-        nanosleep(&tick, nullptr);
-      }
-      return false;
+    static double seconds_now() noexcept {
+      timespec t{};
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
     }
 
     int device_ = 0;
