@@ -184,11 +184,14 @@ void lockstep_rules() {
       CHECK(same(y, data_of<float>(peer, 3000, 10)), "a first exchange in which both ranks send first");
     }
   }
-  {  // two sends queued on one lane, then a collective, before the peer receives them: the
-     // second send waits on the host behind the first, and the collective must move it on
-     // (the peer receives both before it joins the collective)
+  // two sends queued on one lane, then a collective, before the peer receives them: the
+  // second send waits on the host behind the first, and the collective must move it on (the
+  // peer receives both before it joins the collective). With validation, the validation's
+  // small MPI collective moves it; without, the backend's collective.
+  for (const bool validate : {true, false}) {
     alg::options raw = opt;
     raw.threshold_bytes = std::size_t{1} << 30;  // the collective: the backend's own, uncompressed
+    raw.validate = validate;
     check_context dx(MPI_COMM_WORLD, raw, "held");
     const int peer = (r % 2 == 0) ? r + 1 : r - 1;
     const std::vector<float> x = data_of<float>(r, 500, 11);
@@ -203,7 +206,8 @@ void lockstep_rules() {
       alg::recv(dx, cfg, std::span<float>(y1), peer, 7);
       alg::recv(dx, cfg, std::span<float>(y2), peer, 8);
       alg::allreduce(dx, cfg, std::span<float>(v));
-      CHECK(same(y1, data_of<float>(peer, 500, 11)) && same(y2, y1), "two sends held behind each other, then a collective");
+      CHECK(same(y1, data_of<float>(peer, 500, 11)) && same(y2, y1),
+            std::string("two sends held behind each other, then a collective; validate=") + (validate ? "on" : "off"));
     } else {
       alg::allreduce(dx, cfg, std::span<float>(v));
     }

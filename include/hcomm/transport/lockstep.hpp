@@ -41,7 +41,8 @@
 // step of this transport that waits (for a ticket, a size, an announcement, a collective,
 // the small values' MPI collectives) keeps calling test() or poll() meanwhile; between calls
 // into hcomm a held group waits (a send queued behind another on one lane is issued at the
-// next call on that communicator).
+// next wait). transport::nccl's waits move every NCCL context's held groups;
+// transport::mpi_exact's move only their own context's (stricter than NCCL).
 //
 // A backend provides: name; reaches<Exec> and stages<Exec> (as transport/mpi_host.hpp);
 // an endpoint made collectively from an MPI communicator, with group(lane) ... send(p,
@@ -57,6 +58,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <string>
 #include <utility>
@@ -332,7 +334,7 @@ struct lockstep {
   static void max_allreduce(long long* v, int n, comm_type c) {
     MPI_Request m = MPI_REQUEST_NULL;
     HCOMM_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, v, n, MPI_LONG_LONG, MPI_MAX, c->comm.get(), &m));
-    wait_host(c, &m, "max allreduce", mpi::yield_between_tests);
+    finish_host_collective(c, &m, "max allreduce");
   }
   template <class T>
   static void sum_allreduce(T* data, std::size_t n, comm_type c) {
@@ -353,7 +355,7 @@ struct lockstep {
   static void broadcast_words(std::uint64_t* w, std::size_t n, int root, comm_type c) {
     MPI_Request m = MPI_REQUEST_NULL;
     HCOMM_MPI_CHECK(MPI_Ibcast(w, mpi::count_of(n, "broadcast words"), MPI_UINT64_T, root, c->comm.get(), &m));
-    wait_host(c, &m, "broadcast words", mpi::yield_between_tests);
+    finish_host_collective(c, &m, "broadcast words");
   }
   static void broadcast_bytes(void* p, std::size_t bytes, int root, comm_type c) { c->ep.broadcast_bytes(p, bytes, root); }
 
@@ -396,6 +398,28 @@ struct lockstep {
       c->ep.poll();
       mpi::pause_between_tests(idle_us);
     }
+  }
+  // Completes one of this transport's small MPI collectives, the backend's queues moving
+  // meanwhile. An error of the backend's is raised only once the collective is done: its
+  // buffers must outlive it, MPI cannot cancel it, and the other ranks are in it.
+  static void finish_host_collective(state* c, MPI_Request* m, const char* what) {
+    std::exception_ptr err;
+    while (*m != MPI_REQUEST_NULL) {
+      int done = 0;
+      const int rc = MPI_Test(m, &done, MPI_STATUS_IGNORE);
+      if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, what, HCOMM_WHERE_);
+      if (done) break;
+      if (!err) {
+        try {
+          drain(c);
+          c->ep.poll();
+        } catch (...) {
+          err = std::current_exception();
+        }
+      }
+      mpi::pause_between_tests(mpi::yield_between_tests);
+    }
+    if (err) std::rethrow_exception(err);
   }
   // Queues the payload receives of the requests posted for q's peer up to q, in posting order:
   // each after its announcement (which says the size and carries the tag).

@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -232,16 +233,26 @@ struct mpi_exact_backend {
       }
       g.posted = true;
     }
+    // (An error of the queues meanwhile is raised once the barrier is done: the other ranks
+    // are in it.)
     void all_here() {
       MPI_Request m = MPI_REQUEST_NULL;
       HCOMM_MPI_CHECK(MPI_Ibarrier(comm_, &m));
+      std::exception_ptr err;
       for (;;) {
         int done = 0;
         HCOMM_MPI_CHECK(MPI_Test(&m, &done, MPI_STATUS_IGNORE));
-        if (done) return;
-        progress();
+        if (done) break;
+        if (!err) {
+          try {
+            progress();
+          } catch (...) {
+            err = std::current_exception();
+          }
+        }
         mpi::pause_between_tests(mpi::yield_between_tests);
       }
+      if (err) std::rethrow_exception(err);
     }
     [[noreturn]] static void fail_op(const op& o, int rc) {
       int cls = rc;

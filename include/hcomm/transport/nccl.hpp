@@ -22,6 +22,8 @@
 // in order, until the one before is set up (NCCL takes no call on a communicator in
 // progress), and a group's event is recorded once its kernels are on the lane's stream. The
 // collectives (uncompressed data) are groups of the ring lane too, waited for on the host.
+// Every wait moves the held groups of every NCCL context of the process (one that another
+// thread is using is left to that thread), as a wait in any MPI call moves all of MPI's.
 //
 // Errors: an NCCL call that fails, or an asynchronous error NCCL reports while the host
 // waits, is an hcomm::error(errc::nccl_failure) naming the call, file:line and NCCL's text.
@@ -44,6 +46,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -90,6 +93,7 @@ struct nccl_backend {
     };
     std::vector<op> ops;
     cudaEvent_t event = nullptr;
+    std::string failure;  // why NCCL refused it (test() raises it)
   };
 
   class endpoint {
@@ -132,10 +136,24 @@ struct nccl_backend {
                                                   : ""));
         }
       }
+      std::lock_guard<std::mutex> g(registry().mu);
+      registry().all.push_back(this);
     }
     endpoint(const endpoint&) = delete;
     endpoint& operator=(const endpoint&) = delete;
-    ~endpoint() { release(); }
+    ~endpoint() {
+      {
+        std::lock_guard<std::mutex> g(registry().mu);
+        auto& all = registry().all;
+        for (auto it = all.begin(); it != all.end(); ++it)
+          if (*it == this) {
+            all.erase(it);
+            break;
+          }
+      }
+      std::lock_guard<std::mutex> g(mu_);
+      release();
+    }
 
     // NCCL refuses two ranks on one GPU, but only on the ranks that share it; the others would
     // wait in ncclCommInitRank for ever. So every rank compares the GPUs' UUIDs first, and all
@@ -169,18 +187,18 @@ struct nccl_backend {
     // queues on fails, the group is taken back: nothing is left to write into the caller's
     // buffers after the error.
     ticket end_group() {
+      std::lock_guard<std::mutex> g(mu_);
       cur_->held.push_back(open_);
       const ticket t{open_};
       open_ = nullptr;
       try {
-        advance();
+        advance_lane(*cur_);
       } catch (...) {
-        for (auto& l : lanes_)
-          for (auto it = l.held.begin(); it != l.held.end(); ++it)
-            if (*it == t.group) {
-              l.held.erase(it);
-              break;
-            }
+        for (auto it = cur_->held.begin(); it != cur_->held.end(); ++it)
+          if (*it == t.group) {
+            cur_->held.erase(it);
+            break;
+          }
         throw;
       }
       return t;
@@ -189,7 +207,10 @@ struct nccl_backend {
     // failed would otherwise leave this rank waiting for ever). A finished ticket's record goes
     // back to the pool: test it no more.
     bool test(const ticket& t) {
+      std::lock_guard<std::mutex> g(mu_);
       advance();
+      poll_others();
+      if (!t.group->failure.empty()) hcomm::fail(errc::nccl_failure, t.group->failure);
       if (!t.group->event) {
         check_async();
         return false;
@@ -206,7 +227,11 @@ struct nccl_backend {
       return true;
     }
     // NCCL's kernels move on their own; held groups move on when their lane is set up.
-    void poll() { advance(); }
+    void poll() {
+      std::lock_guard<std::mutex> g(mu_);
+      advance();
+      poll_others();
+    }
     // Receives nobody wants land here; earlier buffers are kept until the endpoint goes (a
     // queued receive may still write into one).
     void* discard(std::size_t bytes) {
@@ -262,34 +287,64 @@ struct nccl_backend {
     }
     // Gives each lane's held groups to NCCL in order: on a non-blocking communicator the next
     // only once the one before is set up (its kernels on the stream, where its event goes).
+    // (With mu_ held.)
     void advance() {
-      for (auto& l : lanes_) {
-        if (l.setting_up) {
-          ncclResult_t st = ncclSuccess;
-          HCOMM_NCCL_CHECK(ncclCommGetAsyncError(l.comm, &st));
-          if (st == ncclInProgress) continue;
-          if (st != ncclSuccess)
-            hcomm::fail(errc::nccl_failure, std::string("NCCL failed while setting up a group: ") +
-                                                ncclGetErrorString(st) + " (" + HCOMM_WHERE_ + ")");
-          mark_queued(l, l.setting_up);
-          l.setting_up = nullptr;
+      for (auto& l : lanes_) advance_lane(l);
+    }
+    // A group NCCL refused keeps why, so that its ticket raises it (and does not wait for ever).
+    void advance_lane(lane_state& l) {
+      if (l.setting_up) {
+        ncclResult_t st = ncclSuccess;
+        HCOMM_NCCL_CHECK(ncclCommGetAsyncError(l.comm, &st));
+        if (st == ncclInProgress) return;
+        group_record* g = l.setting_up;
+        l.setting_up = nullptr;
+        if (st != ncclSuccess) {
+          g->failure = std::string("NCCL failed while setting up a group: ") + ncclGetErrorString(st) + " (" +
+                       HCOMM_WHERE_ + ")";
+          hcomm::fail(errc::nccl_failure, g->failure);
         }
-        while (!l.setting_up && !l.held.empty()) {
-          group_record* g = l.held.front();
-          l.held.pop_front();
-          HCOMM_NCCL_CHECK(ncclGroupStart());
-          for (const auto& o : g->ops) {
-            const ncclResult_t rc = issue(o, l);
-            if (rc != ncclSuccess && rc != ncclInProgress) {
-              (void)ncclGroupEnd();
-              HCOMM_NCCL_CHECK(rc);
-            }
-          }
-          const ncclResult_t rc = ncclGroupEnd();
-          if (rc == ncclInProgress) l.setting_up = g;
-          else if (rc == ncclSuccess) mark_queued(l, g);
-          else HCOMM_NCCL_CHECK(rc);
+        mark_queued(l, g);
+      }
+      while (!l.setting_up && !l.held.empty()) {
+        group_record* g = l.held.front();
+        l.held.pop_front();
+        ncclResult_t rc = ncclGroupStart();
+        for (std::size_t i = 0; i < g->ops.size() && (rc == ncclSuccess || rc == ncclInProgress); ++i)
+          rc = issue(g->ops[i], l);
+        if (rc == ncclSuccess || rc == ncclInProgress) rc = ncclGroupEnd();
+        else (void)ncclGroupEnd();
+        if (rc == ncclInProgress) {
+          l.setting_up = g;
+        } else if (rc == ncclSuccess) {
+          mark_queued(l, g);
+        } else {
+          g->failure = std::string("NCCL refused a group: ") + ncclGetErrorString(rc) + " (" + HCOMM_WHERE_ + ")";
+          hcomm::fail(errc::nccl_failure, g->failure);
         }
+      }
+    }
+    // Every endpoint of the process, so that a wait in one context moves the groups held in
+    // the others (a peer may wait for one of those before it comes to this context's
+    // operation). An endpoint another thread is using is left to that thread; an error
+    // there is raised to that endpoint's own caller (its ticket, or NCCL's sticky state).
+    struct endpoint_registry {
+      std::mutex mu;
+      std::vector<endpoint*> all;
+    };
+    static endpoint_registry& registry() {
+      static endpoint_registry r;
+      return r;
+    }
+    void poll_others() noexcept {
+      std::lock_guard<std::mutex> g(registry().mu);
+      for (endpoint* e : registry().all) {
+        if (e == this || !e->mu_.try_lock()) continue;
+        try {
+          e->advance();
+        } catch (...) {
+        }
+        e->mu_.unlock();
       }
     }
     static ncclResult_t issue(const group_record::op& o, lane_state& l) {
@@ -355,13 +410,15 @@ struct nccl_backend {
                                               ncclGetErrorString(async) + " (" + HCOMM_WHERE_ + ")");
       }
     }
-    // Destroys what was made. Groups still held are given to NCCL first and the communicators
+    // Destroys what was made. Groups still held are dropped (the buffers they name may be gone
+    // with their context); those NCCL is setting up are let finish and the communicators
     // finalized, as NCCL asks of non-blocking ones, within 10 s in all (a peer that stopped
     // would hold them for ever); after an error, or past that time, the communicators are
     // aborted, not destroyed (destroy would wait for operations that cannot finish).
     void release() noexcept {
       const double deadline = seconds_now() + 10.0;
       const timespec tick{0, 100000};
+      for (auto& l : lanes_) l.held.clear();
       try {
         for (;;) {
           advance();
@@ -426,6 +483,7 @@ struct nccl_backend {
     std::vector<cudaEvent_t> events_, all_events_;
     std::vector<void*> discard_;
     std::vector<std::size_t> discard_sizes_;
+    std::mutex mu_;  // the lanes and events: this endpoint's caller, or another context's wait
   };
 };
 
