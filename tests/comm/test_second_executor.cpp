@@ -187,32 +187,37 @@ void lockstep_rules() {
   // two sends queued on one lane, then a collective, before the peer receives them: the
   // second send waits on the host behind the first, and the collective must move it on (the
   // peer receives both before it joins the collective). With validation, the validation's
-  // small MPI collective moves it; without, the backend's collective.
-  for (const bool validate : {true, false}) {
-    alg::options raw = opt;
-    raw.threshold_bytes = std::size_t{1} << 30;  // the collective: the backend's own, uncompressed
-    raw.validate = validate;
-    check_context dx(MPI_COMM_WORLD, raw, "held");
-    const int peer = (r % 2 == 0) ? r + 1 : r - 1;
-    const std::vector<float> x = data_of<float>(r, 500, 11);
-    std::vector<float> y1(500), y2(500), v(64, float(r + 1));
-    if (peer < p && r % 2 == 0) {
-      auto s1 = alg::isend(dx, cfg, std::span<const float>(x), peer, 7);
-      auto s2 = alg::isend(dx, cfg, std::span<const float>(x), peer, 8);
-      alg::allreduce(dx, cfg, std::span<float>(v));
-      s1.wait();
-      s2.wait();
-    } else if (peer < p) {
-      alg::recv(dx, cfg, std::span<float>(y1), peer, 7);
-      alg::recv(dx, cfg, std::span<float>(y2), peer, 8);
-      alg::allreduce(dx, cfg, std::span<float>(v));
-      CHECK(same(y1, data_of<float>(peer, 500, 11)) && same(y2, y1),
-            std::string("two sends held behind each other, then a collective; validate=") + (validate ? "on" : "off"));
-    } else {
-      alg::allreduce(dx, cfg, std::span<float>(v));
+  // small MPI collective moves it; without, the backend's collective. The collective on
+  // another context too: a wait there moves this one's queues (progress_registry).
+  for (const bool validate : {true, false})
+    for (const bool other : {false, true}) {
+      alg::options raw = opt;
+      raw.threshold_bytes = std::size_t{1} << 30;  // the collective: the backend's own, uncompressed
+      raw.validate = validate;
+      check_context ax(MPI_COMM_WORLD, raw, "held");
+      check_context bx(MPI_COMM_WORLD, raw, "collective");
+      check_context& cx = other ? bx : ax;
+      const int peer = (r % 2 == 0) ? r + 1 : r - 1;
+      const std::vector<float> x = data_of<float>(r, 500, 11);
+      std::vector<float> y1(500), y2(500), v(64, float(r + 1));
+      if (peer < p && r % 2 == 0) {
+        auto s1 = alg::isend(ax, cfg, std::span<const float>(x), peer, 7);
+        auto s2 = alg::isend(ax, cfg, std::span<const float>(x), peer, 8);
+        alg::allreduce(cx, cfg, std::span<float>(v));
+        s1.wait();
+        s2.wait();
+      } else if (peer < p) {
+        alg::recv(ax, cfg, std::span<float>(y1), peer, 7);
+        alg::recv(ax, cfg, std::span<float>(y2), peer, 8);
+        alg::allreduce(cx, cfg, std::span<float>(v));
+        CHECK(same(y1, data_of<float>(peer, 500, 11)) && same(y2, y1),
+              std::string("two sends held behind each other, then a collective; validate=") + (validate ? "on" : "off") +
+                  (other ? ", on another context" : ""));
+      } else {
+        alg::allreduce(cx, cfg, std::span<float>(v));
+      }
+      CHECK(v[0] == float(p * (p + 1) / 2), "the collective after the held sends");
     }
-    CHECK(v[0] == float(p * (p + 1) / 2), "the collective after the held sends");
-  }
   {  // a message to oneself would deadlock on a lane: refused before anything is queued
     check_context dx(MPI_COMM_WORLD, opt, "self");
     std::vector<float> x(100, 1.0f);

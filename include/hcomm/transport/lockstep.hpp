@@ -39,16 +39,18 @@
 // non-blocking communicators) and hold a lane's later groups on the host until the one
 // before is set up. Held groups move only when the host calls into the backend, so every
 // step of this transport that waits (for a ticket, a size, an announcement, a collective,
-// the small values' MPI collectives) keeps calling test() or poll() meanwhile; between calls
-// into hcomm a held group waits (a send queued behind another on one lane is issued at the
-// next wait). transport::nccl's waits move every NCCL context's held groups;
-// transport::mpi_exact's move only their own context's (stricter than NCCL).
+// the small values' MPI collectives) keeps calling test() or poll() meanwhile, and every
+// wait moves every context's held groups (progress_registry below; transport::mpi_exact's
+// only those of contexts made on the same thread). Between calls into hcomm a held group
+// waits (a send queued behind another on one lane goes to NCCL at the next wait), as MPI's
+// messages move only inside MPI's calls.
 //
 // A backend provides: name; reaches<Exec> and stages<Exec> (as transport/mpi_host.hpp);
 // an endpoint made collectively from an MPI communicator, with group(lane) ... send(p,
 // bytes, peer) / recv(p, bytes, peer) ... end_group() -> ticket, test(ticket) (has that
-// group finished; moves the queues along, where the host has to), poll() (the same without a
-// ticket), discard(bytes), and the collectives sum_allreduce, sum_reduce_scatter, allgather,
+// group finished; moves the queues along, this context's and, through progress_registry,
+// the others'), poll() (the same without a ticket), orphan() (drop what it holds and leave
+// the registry: the context is leaked), discard(bytes), and the collectives sum_allreduce, sum_reduce_scatter, allgather,
 // broadcast_values and broadcast_bytes on the memory it reaches (returning once done, the
 // held groups moved on meanwhile).
 #pragma once
@@ -60,7 +62,9 @@
 #include <deque>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -75,6 +79,56 @@ namespace hcomm::transport {
 enum class lane : int { ring = 0, up = 1, down = 2 };
 inline constexpr int lane_count = 3;
 
+
+// The live endpoints of a backend in this process, so that a wait in one context moves the
+// groups held in the others (a peer may wait for one of those before it comes to this
+// context's operation), as a wait in any MPI call moves all of MPI's. An endpoint provides
+// progress_mutex() (held by its own calls) and advance_quietly() (moves its queues, keeping
+// any error for its own caller). Endpoints another thread is using are skipped, and so, where
+// the backend says so (polled_from_any_thread == false: its progress calls MPI), are those
+// made by another thread. A leaked endpoint leaves the list (its held groups name buffers
+// gone with their context).
+template <class Endpoint>
+class progress_registry {
+ public:
+  static void add(Endpoint* e) {
+    std::lock_guard<std::mutex> g(list().mu);
+    list().all.push_back({e, std::this_thread::get_id()});
+  }
+  static void remove(Endpoint* e) noexcept {
+    std::lock_guard<std::mutex> g(list().mu);
+    auto& all = list().all;
+    for (auto it = all.begin(); it != all.end(); ++it)
+      if (it->e == e) {
+        all.erase(it);
+        return;
+      }
+  }
+  static void poll_others(const Endpoint* self) noexcept {
+    std::unique_lock<std::mutex> g(list().mu, std::try_to_lock);
+    if (!g.owns_lock()) return;  // another thread is polling: it moves them
+    const auto me = std::this_thread::get_id();
+    for (const entry& x : list().all) {
+      if (x.e == self || (!Endpoint::polled_from_any_thread && x.thread != me)) continue;
+      std::unique_lock<std::mutex> held(x.e->progress_mutex(), std::try_to_lock);
+      if (held.owns_lock()) x.e->advance_quietly();
+    }
+  }
+
+ private:
+  struct entry {
+    Endpoint* e;
+    std::thread::id thread;
+  };
+  struct registry {
+    std::mutex mu;
+    std::vector<entry> all;
+  };
+  static registry& list() {
+    static registry r;
+    return r;
+  }
+};
 
 namespace lockstep_detail {
 inline constexpr int tag_announce = 0x4850;  // point-to-point announcements {tag, bytes}
@@ -174,8 +228,12 @@ struct lockstep {
     owned_comm() = default;
     explicit owned_comm(std::unique_ptr<state> s) : s_(std::move(s)) {}
     comm_type get() const noexcept { return s_.get(); }
-    // Kept, not destroyed: queued operations may still name its buffers and lanes.
-    void leak() noexcept { (void)s_.release(); }
+    // Kept, not destroyed: queued operations may still name its buffers and lanes. Groups the
+    // backend still holds are dropped (orphan): the buffers they name go with the context.
+    void leak() noexcept {
+      if (s_) s_->ep.orphan();
+      (void)s_.release();
+    }
 
    private:
     std::unique_ptr<state> s_;

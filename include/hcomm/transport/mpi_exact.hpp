@@ -25,6 +25,7 @@
 #include <deque>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,10 @@ struct mpi_exact_backend {
 
   class endpoint {
    public:
+    // (Other contexts' waits move this endpoint's queues only on the thread that made it: its
+    // progress calls MPI, which need not take calls from two threads at once.)
+    static constexpr bool polled_from_any_thread = false;
+
     explicit endpoint(MPI_Comm c) : comm_(c) {
       const int size = mpi::size(c);
       for (auto& l : lanes_) {
@@ -56,10 +61,13 @@ struct mpi_exact_backend {
         l.to.resize(static_cast<std::size_t>(size));
         l.from.resize(static_cast<std::size_t>(size));
       }
+      progress_registry<endpoint>::add(this);
     }
     endpoint(const endpoint&) = delete;
     endpoint& operator=(const endpoint&) = delete;
     ~endpoint() {
+      progress_registry<endpoint>::remove(this);
+      std::lock_guard<std::mutex> g(mu_);
       if (mpi::finalized()) return;
       const auto drop = [](MPI_Request& r) {
         if (r != MPI_REQUEST_NULL) {
@@ -83,20 +91,51 @@ struct mpi_exact_backend {
     void send(const void* p, std::size_t bytes, int peer) { open_.ops.push_back({true, const_cast<void*>(p), bytes, peer}); }
     void recv(void* p, std::size_t bytes, int peer) { open_.ops.push_back({false, p, bytes, peer}); }
     ticket end_group() {
+      std::lock_guard<std::mutex> g(mu_);
       lane_state& l = lanes_[static_cast<std::size_t>(cur_)];
       for (const op& o : open_.ops) start_connect(l, o);
       const std::uint64_t seq = ++l.queued;
       open_.seq = seq;
       l.q.push_back(std::move(open_));
       open_ = {};
-      progress();
+      own_progress();
       return {cur_, seq};
     }
     bool test(const ticket& t) {
-      progress();
-      return lanes_[static_cast<std::size_t>(t.lane)].done >= t.seq;
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        own_progress();
+        if (lanes_[static_cast<std::size_t>(t.lane)].done >= t.seq) return true;
+      }
+      progress_registry<endpoint>::poll_others(this);
+      return false;
     }
-    void poll() { progress(); }
+    void poll() {
+      {
+        std::lock_guard<std::mutex> g(mu_);
+        own_progress();
+      }
+      progress_registry<endpoint>::poll_others(this);
+    }
+    // The context is leaked: groups not posted yet are dropped (the buffers they name go
+    // with it), and no other context's wait moves it any more.
+    void orphan() noexcept {
+      progress_registry<endpoint>::remove(this);
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto& l : lanes_)
+        while (!l.q.empty() && !l.q.back().posted) l.q.pop_back();
+    }
+    // (progress_registry: with progress_mutex() held.) An error here is kept for this
+    // endpoint's own next call.
+    std::mutex& progress_mutex() noexcept { return mu_; }
+    void advance_quietly() noexcept {
+      if (pending_) return;
+      try {
+        progress();
+      } catch (...) {
+        pending_ = std::current_exception();
+      }
+    }
     // Receives nobody wants land here; grown buffers are kept (a queued receive may write
     // into an earlier one).
     void* discard(std::size_t bytes) {
@@ -245,14 +284,25 @@ struct mpi_exact_backend {
         if (done) break;
         if (!err) {
           try {
-            progress();
+            std::lock_guard<std::mutex> g(mu_);
+            own_progress();
           } catch (...) {
             err = std::current_exception();
           }
         }
+        progress_registry<endpoint>::poll_others(this);
         mpi::pause_between_tests(mpi::yield_between_tests);
       }
       if (err) std::rethrow_exception(err);
+    }
+    // (With mu_ held.) An error another context's wait met here comes first.
+    void own_progress() {
+      if (pending_) {
+        const std::exception_ptr e = pending_;
+        pending_ = nullptr;
+        std::rethrow_exception(e);
+      }
+      progress();
     }
     [[noreturn]] static void fail_op(const op& o, int rc) {
       int cls = rc;
@@ -269,6 +319,8 @@ struct mpi_exact_backend {
     group_ops open_;
     int cur_ = 0;
     std::vector<std::vector<unsigned char>> discard_;
+    std::exception_ptr pending_;  // (advance_quietly)
+    std::mutex mu_;               // the lanes: this endpoint's caller, or another context's wait
   };
 };
 

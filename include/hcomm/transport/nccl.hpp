@@ -22,8 +22,8 @@
 // in order, until the one before is set up (NCCL takes no call on a communicator in
 // progress), and a group's event is recorded once its kernels are on the lane's stream. The
 // collectives (uncompressed data) are groups of the ring lane too, waited for on the host.
-// Every wait moves the held groups of every NCCL context of the process (one that another
-// thread is using is left to that thread), as a wait in any MPI call moves all of MPI's.
+// Every wait moves the held groups of every NCCL context of the process (progress_registry;
+// one that another thread is using is left to that thread), on that context's device.
 //
 // Errors: an NCCL call that fails, or an asynchronous error NCCL reports while the host
 // waits, is an hcomm::error(errc::nccl_failure) naming the call, file:line and NCCL's text.
@@ -92,65 +92,59 @@ struct nccl_backend {
       int peer;  // send, recv: the peer; broadcast: the root
     };
     std::vector<op> ops;
+    int lane = 0;
     cudaEvent_t event = nullptr;
-    std::string failure;  // why NCCL refused it (test() raises it)
+    std::string failure;  // why NCCL refused it or failed it (test() raises it)
   };
 
   class endpoint {
    public:
+    // (Other contexts' waits may move this endpoint's queues from any thread: NCCL and CUDA
+    // take calls on one communicator from one thread at a time, which progress_mutex keeps.)
+    static constexpr bool polled_from_any_thread = true;
+
     explicit endpoint(MPI_Comm c) {
       int rank = 0, size = 1;
       HCOMM_MPI_CHECK(MPI_Comm_rank(c, &rank));
       HCOMM_MPI_CHECK(MPI_Comm_size(c, &size));
       HCOMM_CUDA_CHECK(cudaGetDevice(&device_));
       refuse_shared_gpu(c, rank, size);
-      for (int i = 0; i < lane_count; ++i) {
-        lane_state& l = lanes_[static_cast<std::size_t>(i)];
-        // rank 0's id and whether it got one, so that a failure there stops every rank
-        struct {
-          ncclUniqueId id;
-          int rc;
-        } got{};
-        if (rank == 0) got.rc = static_cast<int>(ncclGetUniqueId(&got.id));
-        HCOMM_MPI_CHECK(MPI_Bcast(&got, sizeof got, MPI_BYTE, 0, c));
-        if (got.rc != ncclSuccess) {
-          release();
-          hcomm::fail(errc::nccl_failure, std::string("ncclGetUniqueId on rank 0 failed: ") +
-                                              ncclGetErrorString(static_cast<ncclResult_t>(got.rc)));
+      try {
+        for (auto& l : lanes_) {
+          // rank 0's id and whether it got one, so that a failure there stops every rank
+          struct {
+            ncclUniqueId id;
+            int rc;
+          } got{};
+          if (rank == 0) got.rc = static_cast<int>(ncclGetUniqueId(&got.id));
+          HCOMM_MPI_CHECK(MPI_Bcast(&got, sizeof got, MPI_BYTE, 0, c));
+          if (got.rc != ncclSuccess)
+            hcomm::fail(errc::nccl_failure, std::string("ncclGetUniqueId on rank 0 failed: ") +
+                                                ncclGetErrorString(static_cast<ncclResult_t>(got.rc)));
+          HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
+          ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+          config.blocking = 0;
+          ncclResult_t rc = ncclCommInitRankConfig(&l.comm, size, got.id, rank, &config);
+          if (rc == ncclInProgress) rc = settled_state(l.comm);
+          if (rc != ncclSuccess)  // (release() aborts the handle, which also joins NCCL's set-up thread)
+            hcomm::fail(errc::nccl_failure,
+                        std::string("ncclCommInitRankConfig (rank ") + std::to_string(rank) + " of " +
+                            std::to_string(size) + ", CUDA device " + std::to_string(device_) + ") at " + HCOMM_WHERE_ +
+                            ": " + ncclGetErrorString(rc) +
+                            (rc == ncclInvalidUsage ? " (NCCL refuses two ranks on one GPU: give each rank its own "
+                                                      "device, or share one over transport::mpi_staged)"
+                                                    : ""));
         }
-        HCOMM_CUDA_CHECK(cudaStreamCreateWithFlags(&l.stream, cudaStreamNonBlocking));
-        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-        config.blocking = 0;
-        ncclResult_t rc = ncclCommInitRankConfig(&l.comm, size, got.id, rank, &config);
-        if (rc == ncclInProgress) rc = settled_state(l.comm);
-        if (rc != ncclSuccess) {
-          if (l.comm) ncclCommAbort(l.comm);  // (also joins NCCL's set-up thread)
-          l.comm = nullptr;
-          release();
-          hcomm::fail(errc::nccl_failure,
-                      std::string("ncclCommInitRankConfig (rank ") + std::to_string(rank) + " of " + std::to_string(size) +
-                          ", CUDA device " + std::to_string(device_) + ") at " + HCOMM_WHERE_ + ": " +
-                          ncclGetErrorString(rc) +
-                          (rc == ncclInvalidUsage ? " (NCCL refuses two ranks on one GPU: give each rank its own "
-                                                    "device, or share one over transport::mpi_staged)"
-                                                  : ""));
-        }
+      } catch (...) {
+        release();
+        throw;
       }
-      std::lock_guard<std::mutex> g(registry().mu);
-      registry().all.push_back(this);
+      progress_registry<endpoint>::add(this);
     }
     endpoint(const endpoint&) = delete;
     endpoint& operator=(const endpoint&) = delete;
     ~endpoint() {
-      {
-        std::lock_guard<std::mutex> g(registry().mu);
-        auto& all = registry().all;
-        for (auto it = all.begin(); it != all.end(); ++it)
-          if (*it == this) {
-            all.erase(it);
-            break;
-          }
-      }
+      progress_registry<endpoint>::remove(this);
       std::lock_guard<std::mutex> g(mu_);
       release();
     }
@@ -174,8 +168,8 @@ struct nccl_backend {
     }
 
     void group(lane l) {
-      cur_ = &lanes_[static_cast<std::size_t>(l)];
       open_ = take_record();
+      open_->lane = static_cast<int>(l);
     }
     void send(const void* p, std::size_t bytes, int peer) {
       open_->ops.push_back({group_record::send, p, nullptr, bytes, ncclUint8, peer});
@@ -183,58 +177,70 @@ struct nccl_backend {
     void recv(void* p, std::size_t bytes, int peer) {
       open_->ops.push_back({group_record::recv, nullptr, p, bytes, ncclUint8, peer});
     }
-    // Queues the group on its lane (given to NCCL now if the lane is free). If moving the
-    // queues on fails, the group is taken back: nothing is left to write into the caller's
-    // buffers after the error.
+    // Queues the group on its lane (given to NCCL now if the lane is free). Whatever fails
+    // is kept in the group's record, and its ticket raises it.
     ticket end_group() {
       std::lock_guard<std::mutex> g(mu_);
-      cur_->held.push_back(open_);
+      const on_device d(device_);
+      lane_state& l = lanes_[static_cast<std::size_t>(open_->lane)];
+      l.held.push_back(open_);
       const ticket t{open_};
       open_ = nullptr;
-      try {
-        advance_lane(*cur_);
-      } catch (...) {
-        for (auto it = cur_->held.begin(); it != cur_->held.end(); ++it)
-          if (*it == t.group) {
-            cur_->held.erase(it);
-            break;
-          }
-        throw;
-      }
+      advance_lane(l);
       return t;
     }
-    // Whether the group finished; NCCL's asynchronous errors are checked meanwhile (a peer that
-    // failed would otherwise leave this rank waiting for ever). A finished ticket's record goes
-    // back to the pool: test it no more.
+    // Whether the group finished: its failure, or NCCL's asynchronous error on its lane (a
+    // peer that failed would otherwise leave this rank waiting for ever), is raised. A
+    // finished ticket's record goes back to the pool: test it no more.
     bool test(const ticket& t) {
       std::lock_guard<std::mutex> g(mu_);
+      const on_device d(device_);
       advance();
-      poll_others();
-      if (!t.group->failure.empty()) hcomm::fail(errc::nccl_failure, t.group->failure);
-      if (!t.group->event) {
-        check_async();
+      progress_registry<endpoint>::poll_others(this);
+      group_record* r = t.group;
+      if (!r->failure.empty()) {
+        const std::string why = r->failure;
+        recycle(r);
+        hcomm::fail(errc::nccl_failure, why);
+      }
+      if (!r->event) {
+        check_async(lanes_[static_cast<std::size_t>(r->lane)]);
         return false;
       }
-      const cudaError_t q = cudaEventQuery(t.group->event);
+      const cudaError_t q = cudaEventQuery(r->event);
       if (q == cudaErrorNotReady) {
-        check_async();
+        check_async(lanes_[static_cast<std::size_t>(r->lane)]);
         return false;
       }
+      recycle(r);
       HCOMM_CUDA_CHECK(q);
-      events_.push_back(t.group->event);
-      t.group->event = nullptr;
-      records_free_.push_back(t.group);
       return true;
     }
     // NCCL's kernels move on their own; held groups move on when their lane is set up.
     void poll() {
       std::lock_guard<std::mutex> g(mu_);
+      const on_device d(device_);
       advance();
-      poll_others();
+      progress_registry<endpoint>::poll_others(this);
+    }
+    // The context is leaked: its held groups are dropped (the buffers they name go with it),
+    // and no other context's wait moves it any more.
+    void orphan() noexcept {
+      progress_registry<endpoint>::remove(this);
+      std::lock_guard<std::mutex> g(mu_);
+      for (auto& l : lanes_) l.held.clear();
+    }
+    // (progress_registry: with progress_mutex() held.)
+    std::mutex& progress_mutex() noexcept { return mu_; }
+    void advance_quietly() noexcept {
+      const on_device d(device_);
+      advance();
     }
     // Receives nobody wants land here; earlier buffers are kept until the endpoint goes (a
     // queued receive may still write into one).
     void* discard(std::size_t bytes) {
+      std::lock_guard<std::mutex> g(mu_);
+      const on_device d(device_);
       if (discard_.empty() || discard_sizes_.back() < bytes) {
         void* p = nullptr;
         HCOMM_CUDA_CHECK(cudaMalloc(&p, bytes));
@@ -274,6 +280,20 @@ struct nccl_backend {
       group_record* setting_up = nullptr;  // given to NCCL, its communicator still in progress
       bool finalizing = false;             // (release)
     };
+    // Makes the endpoint's device current for a scope (its events and streams are there; the
+    // calling thread may be another context's, on another device).
+    struct on_device {
+      int saved = -1;
+      explicit on_device(int dev) noexcept {
+        int cur = 0;
+        if (cudaGetDevice(&cur) == cudaSuccess && cur != dev && cudaSetDevice(dev) == cudaSuccess) saved = cur;
+      }
+      ~on_device() {
+        if (saved >= 0) (void)cudaSetDevice(saved);
+      }
+      on_device(const on_device&) = delete;
+      on_device& operator=(const on_device&) = delete;
+    };
     // A communicator's state once it is no longer in progress (a non-blocking one's set-up).
     static ncclResult_t settled_state(ncclComm_t comm) {
       const timespec tick{0, 20000};
@@ -285,26 +305,24 @@ struct nccl_backend {
         nanosleep(&tick, nullptr);
       }
     }
-    // Gives each lane's held groups to NCCL in order: on a non-blocking communicator the next
-    // only once the one before is set up (its kernels on the stream, where its event goes).
-    // (With mu_ held.)
-    void advance() {
+    // (With mu_ held, on device_.) Gives each lane's held groups to NCCL in order: on a
+    // non-blocking communicator the next only once the one before is set up (its kernels on
+    // the stream, where its event goes). Never throws: a group that fails keeps why.
+    void advance() noexcept {
       for (auto& l : lanes_) advance_lane(l);
     }
-    // A group NCCL refused keeps why, so that its ticket raises it (and does not wait for ever).
-    void advance_lane(lane_state& l) {
+    void advance_lane(lane_state& l) noexcept {
       if (l.setting_up) {
         ncclResult_t st = ncclSuccess;
-        HCOMM_NCCL_CHECK(ncclCommGetAsyncError(l.comm, &st));
-        if (st == ncclInProgress) return;
+        const ncclResult_t rc = ncclCommGetAsyncError(l.comm, &st);
+        if (rc == ncclSuccess && st == ncclInProgress) return;
         group_record* g = l.setting_up;
         l.setting_up = nullptr;
-        if (st != ncclSuccess) {
-          g->failure = std::string("NCCL failed while setting up a group: ") + ncclGetErrorString(st) + " (" +
-                       HCOMM_WHERE_ + ")";
-          hcomm::fail(errc::nccl_failure, g->failure);
-        }
-        mark_queued(l, g);
+        if (rc != ncclSuccess || st != ncclSuccess)
+          g->failure = std::string("NCCL failed while setting up a group: ") +
+                       ncclGetErrorString(rc != ncclSuccess ? rc : st) + " (" + HCOMM_WHERE_ + ")";
+        else
+          mark_queued(l, g);
       }
       while (!l.setting_up && !l.held.empty()) {
         group_record* g = l.held.front();
@@ -314,37 +332,9 @@ struct nccl_backend {
           rc = issue(g->ops[i], l);
         if (rc == ncclSuccess || rc == ncclInProgress) rc = ncclGroupEnd();
         else (void)ncclGroupEnd();
-        if (rc == ncclInProgress) {
-          l.setting_up = g;
-        } else if (rc == ncclSuccess) {
-          mark_queued(l, g);
-        } else {
-          g->failure = std::string("NCCL refused a group: ") + ncclGetErrorString(rc) + " (" + HCOMM_WHERE_ + ")";
-          hcomm::fail(errc::nccl_failure, g->failure);
-        }
-      }
-    }
-    // Every endpoint of the process, so that a wait in one context moves the groups held in
-    // the others (a peer may wait for one of those before it comes to this context's
-    // operation). An endpoint another thread is using is left to that thread; an error
-    // there is raised to that endpoint's own caller (its ticket, or NCCL's sticky state).
-    struct endpoint_registry {
-      std::mutex mu;
-      std::vector<endpoint*> all;
-    };
-    static endpoint_registry& registry() {
-      static endpoint_registry r;
-      return r;
-    }
-    void poll_others() noexcept {
-      std::lock_guard<std::mutex> g(registry().mu);
-      for (endpoint* e : registry().all) {
-        if (e == this || !e->mu_.try_lock()) continue;
-        try {
-          e->advance();
-        } catch (...) {
-        }
-        e->mu_.unlock();
+        if (rc == ncclInProgress) l.setting_up = g;
+        else if (rc == ncclSuccess) mark_queued(l, g);
+        else g->failure = std::string("NCCL refused a group: ") + ncclGetErrorString(rc) + " (" + HCOMM_WHERE_ + ")";
       }
     }
     static ncclResult_t issue(const group_record::op& o, lane_state& l) {
@@ -365,22 +355,46 @@ struct nccl_backend {
       const timespec tick{0, 20000};
       while (!test(t)) nanosleep(&tick, nullptr);
     }
-    void mark_queued(lane_state& l, group_record* g) {
-      cudaEvent_t e = take_event();
-      HCOMM_CUDA_CHECK(cudaEventRecord(e, l.stream));
+    // The group's kernels are on the lane's stream: an event marks their end.
+    void mark_queued(lane_state& l, group_record* g) noexcept {
+      cudaEvent_t e = nullptr;
+      if (!events_.empty()) {
+        e = events_.back();
+        events_.pop_back();
+      } else if (const cudaError_t c = cudaEventCreateWithFlags(&e, cudaEventDisableTiming); c != cudaSuccess) {
+        (void)cudaGetLastError();
+        g->failure = std::string("cudaEventCreateWithFlags for an NCCL group: ") + cudaGetErrorString(c);
+        return;
+      } else {
+        all_events_.push_back(e);
+      }
+      if (const cudaError_t c = cudaEventRecord(e, l.stream); c != cudaSuccess) {
+        (void)cudaGetLastError();
+        events_.push_back(e);
+        g->failure = std::string("cudaEventRecord after an NCCL group: ") + cudaGetErrorString(c);
+        return;
+      }
       g->event = e;
     }
     group_record* take_record() {
-      group_record* g;
+      std::lock_guard<std::mutex> g(mu_);
+      group_record* r;
       if (records_free_.empty()) {
-        g = &records_.emplace_back();
+        r = &records_.emplace_back();
       } else {
-        g = records_free_.back();
+        r = records_free_.back();
         records_free_.pop_back();
       }
-      g->ops.clear();
-      g->event = nullptr;
-      return g;
+      r->ops.clear();
+      r->event = nullptr;
+      r->failure.clear();
+      return r;
+    }
+    // (With mu_ held.) A record whose ticket is done: its event and itself back to the pools.
+    void recycle(group_record* r) {
+      if (r->event) events_.push_back(r->event);
+      r->event = nullptr;
+      records_free_.push_back(r);
     }
     template <class T>
     static ncclDataType_t type_of() {
@@ -390,25 +404,12 @@ struct nccl_backend {
       else if constexpr (std::is_same_v<T, f16>) return ncclFloat16;
       else static_assert(sizeof(T) == 0, "hcomm: transport::nccl: no NCCL type for this element");
     }
-    cudaEvent_t take_event() {
-      if (!events_.empty()) {
-        cudaEvent_t e = events_.back();
-        events_.pop_back();
-        return e;
-      }
-      cudaEvent_t e = nullptr;
-      HCOMM_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-      all_events_.push_back(e);
-      return e;
-    }
-    void check_async() {
-      for (auto& l : lanes_) {
-        ncclResult_t async = ncclSuccess;
-        HCOMM_NCCL_CHECK(ncclCommGetAsyncError(l.comm, &async));
-        if (async != ncclSuccess && async != ncclInProgress)
-          hcomm::fail(errc::nccl_failure, std::string("NCCL reported an asynchronous error while this rank waited: ") +
-                                              ncclGetErrorString(async) + " (" + HCOMM_WHERE_ + ")");
-      }
+    void check_async(lane_state& l) {
+      ncclResult_t async = ncclSuccess;
+      HCOMM_NCCL_CHECK(ncclCommGetAsyncError(l.comm, &async));
+      if (async != ncclSuccess && async != ncclInProgress)
+        hcomm::fail(errc::nccl_failure, std::string("NCCL reported an asynchronous error while this rank waited: ") +
+                                            ncclGetErrorString(async) + " (" + HCOMM_WHERE_ + ")");
     }
     // Destroys what was made. Groups still held are dropped (the buffers they name may be gone
     // with their context); those NCCL is setting up are let finish and the communicators
@@ -416,18 +417,16 @@ struct nccl_backend {
     // would hold them for ever); after an error, or past that time, the communicators are
     // aborted, not destroyed (destroy would wait for operations that cannot finish).
     void release() noexcept {
+      const on_device d(device_);
       const double deadline = seconds_now() + 10.0;
       const timespec tick{0, 100000};
       for (auto& l : lanes_) l.held.clear();
-      try {
-        for (;;) {
-          advance();
-          bool idle = true;
-          for (auto& l : lanes_) idle = idle && l.held.empty() && !l.setting_up;
-          if (idle || seconds_now() > deadline) break;
-          nanosleep(&tick, nullptr);
-        }
-      } catch (...) {
+      for (;;) {
+        advance();
+        bool idle = true;
+        for (auto& l : lanes_) idle = idle && !l.setting_up;
+        if (idle || seconds_now() > deadline) break;
+        nanosleep(&tick, nullptr);
       }
       for (auto& l : lanes_) {
         if (!l.comm) continue;
@@ -456,7 +455,6 @@ struct nccl_backend {
         l.comm = nullptr;
       }
       for (auto& l : lanes_) {
-        l.held.clear();
         l.setting_up = nullptr;
         if (l.stream) cudaStreamDestroy(l.stream);
         l.stream = nullptr;
@@ -476,14 +474,13 @@ struct nccl_backend {
 
     int device_ = 0;
     std::array<lane_state, lane_count> lanes_{};
-    lane_state* cur_ = nullptr;
-    group_record* open_ = nullptr;
+    group_record* open_ = nullptr;      // (its caller's only, between group() and end_group())
     std::deque<group_record> records_;  // (a deque: records stay where they are)
     std::vector<group_record*> records_free_;
     std::vector<cudaEvent_t> events_, all_events_;
     std::vector<void*> discard_;
     std::vector<std::size_t> discard_sizes_;
-    std::mutex mu_;  // the lanes and events: this endpoint's caller, or another context's wait
+    std::mutex mu_;  // the lanes, events and records: this endpoint's caller, or another context's wait
   };
 };
 
