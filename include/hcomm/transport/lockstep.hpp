@@ -85,8 +85,8 @@ inline constexpr int lane_count = 3;
 // context's operation), as a wait in any MPI call moves all of MPI's. An endpoint provides
 // progress_mutex() (held by its own calls) and advance_quietly() (moves its queues, keeping
 // any error for its own caller). Endpoints another thread is using are skipped, and so, where
-// the backend says so (polled_from_any_thread == false: its progress calls MPI), are those
-// made by another thread. A leaked endpoint leaves the list (its held groups name buffers
+// the backend says so (polled_from_any_thread == false: its progress calls MPI, and a program
+// whose threads call MPI at once needs MPI_THREAD_MULTIPLE), are those made by another thread. A leaked endpoint leaves the list (its held groups name buffers
 // gone with their context).
 template <class Endpoint>
 class progress_registry {
@@ -105,8 +105,14 @@ class progress_registry {
       }
   }
   static void poll_others(const Endpoint* self) noexcept {
-    std::unique_lock<std::mutex> g(list().mu, std::try_to_lock);
-    if (!g.owns_lock()) return;  // another thread is polling: it moves them
+    // (A thread that finds another polling leaves it to that one, where that one may move
+    // every endpoint; else it waits its turn: the holder only try-locks endpoints.)
+    std::unique_lock<std::mutex> g(list().mu, std::defer_lock);
+    if constexpr (Endpoint::polled_from_any_thread) {
+      if (!g.try_lock()) return;
+    } else {
+      g.lock();
+    }
     const auto me = std::this_thread::get_id();
     for (const entry& x : list().all) {
       if (x.e == self || (!Endpoint::polled_from_any_thread && x.thread != me)) continue;
@@ -124,9 +130,9 @@ class progress_registry {
     std::mutex mu;
     std::vector<entry> all;
   };
-  static registry& list() {
-    static registry r;
-    return r;
+  static registry& list() {  // (never destroyed: a context may outlive static destruction)
+    static registry* r = new registry;
+    return *r;
   }
 };
 

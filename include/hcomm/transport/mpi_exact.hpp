@@ -67,7 +67,6 @@ struct mpi_exact_backend {
     endpoint& operator=(const endpoint&) = delete;
     ~endpoint() {
       progress_registry<endpoint>::remove(this);
-      std::lock_guard<std::mutex> g(mu_);
       if (mpi::finalized()) return;
       const auto drop = [](MPI_Request& r) {
         if (r != MPI_REQUEST_NULL) {
@@ -92,6 +91,10 @@ struct mpi_exact_backend {
     void recv(void* p, std::size_t bytes, int peer) { open_.ops.push_back({false, p, bytes, peer}); }
     ticket end_group() {
       std::lock_guard<std::mutex> g(mu_);
+      if (pending_) {  // (an error met by another context's wait: raised before this group is queued)
+        open_ = {};
+        own_progress();
+      }
       lane_state& l = lanes_[static_cast<std::size_t>(cur_)];
       for (const op& o : open_.ops) start_connect(l, o);
       const std::uint64_t seq = ++l.queued;

@@ -135,11 +135,11 @@ struct nccl_backend {
                                                       "device, or share one over transport::mpi_staged)"
                                                     : ""));
         }
+        progress_registry<endpoint>::add(this);
       } catch (...) {
         release();
         throw;
       }
-      progress_registry<endpoint>::add(this);
     }
     endpoint(const endpoint&) = delete;
     endpoint& operator=(const endpoint&) = delete;
@@ -212,6 +212,7 @@ struct nccl_backend {
         check_async(lanes_[static_cast<std::size_t>(r->lane)]);
         return false;
       }
+      if (q != cudaSuccess) r->event = nullptr;  // (not reused; destroyed with the endpoint)
       recycle(r);
       HCOMM_CUDA_CHECK(q);
       return true;
