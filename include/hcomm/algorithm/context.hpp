@@ -113,8 +113,11 @@ class basic_context {
   // a freed communicator's context id to the next one created, and Open MPI then delivers the
   // stale messages there, where they break its message order (a later collective on another
   // communicator can hang). One leaked id per such failure.
+  // A lockstep transport drops the groups it still holds first (quiesce): they name the
+  // workspace, which goes before the transport, and another context's wait would move them.
   ~basic_context() {
     if (keep_comm_ || interrupted_) comm_.leak();
+    else if constexpr (requires { comm_.quiesce(); }) comm_.quiesce();
   }
   void keep_comm_alive() noexcept { keep_comm_ = true; }
   basic_context(const basic_context&) = delete;

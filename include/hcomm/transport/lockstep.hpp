@@ -50,9 +50,9 @@
 // bytes, peer) / recv(p, bytes, peer) ... end_group() -> ticket, test(ticket) (has that
 // group finished; moves the queues along, this context's and, through progress_registry,
 // the others'), poll() (the same without a ticket), orphan() (drop what it holds and leave
-// the registry: the context is leaked), discard(bytes), and the collectives sum_allreduce, sum_reduce_scatter, allgather,
-// broadcast_values and broadcast_bytes on the memory it reaches (returning once done, the
-// held groups moved on meanwhile).
+// the registry: the context is going, or leaked), discard(bytes), and the collectives
+// sum_allreduce, sum_reduce_scatter, allgather, broadcast_values and broadcast_bytes on the
+// memory it reaches (returning once done, the held groups moved on meanwhile).
 #pragma once
 #include <mpi.h>
 #include <time.h>
@@ -79,15 +79,15 @@ namespace hcomm::transport {
 enum class lane : int { ring = 0, up = 1, down = 2 };
 inline constexpr int lane_count = 3;
 
-
 // The live endpoints of a backend in this process, so that a wait in one context moves the
 // groups held in the others (a peer may wait for one of those before it comes to this
 // context's operation), as a wait in any MPI call moves all of MPI's. An endpoint provides
 // progress_mutex() (held by its own calls) and advance_quietly() (moves its queues, keeping
 // any error for its own caller). Endpoints another thread is using are skipped, and so, where
-// the backend says so (polled_from_any_thread == false: its progress calls MPI, and a program
-// whose threads call MPI at once needs MPI_THREAD_MULTIPLE), are those made by another thread. A leaked endpoint leaves the list (its held groups name buffers
-// gone with their context).
+// the backend says so (polled_from_any_thread == false: its progress calls MPI, and a
+// program whose threads call MPI at once needs MPI_THREAD_MULTIPLE), are those made by
+// another thread. An endpoint whose context is going, or leaked, leaves the list (its held
+// groups name buffers gone with the context).
 template <class Endpoint>
 class progress_registry {
  public:
@@ -237,8 +237,12 @@ struct lockstep {
     // Kept, not destroyed: queued operations may still name its buffers and lanes. Groups the
     // backend still holds are dropped (orphan): the buffers they name go with the context.
     void leak() noexcept {
-      if (s_) s_->ep.orphan();
+      quiesce();
       (void)s_.release();
+    }
+    // Drops what the backend still holds and takes it off the registry (its context is going).
+    void quiesce() noexcept {
+      if (s_) s_->ep.orphan();
     }
 
    private:

@@ -120,8 +120,8 @@ struct mpi_exact_backend {
       }
       progress_registry<endpoint>::poll_others(this);
     }
-    // The context is leaked: groups not posted yet are dropped (the buffers they name go
-    // with it), and no other context's wait moves it any more.
+    // The context is going (or leaked): groups not posted yet are dropped (the buffers they
+    // name go with it), and no other context's wait moves it any more.
     void orphan() noexcept {
       progress_registry<endpoint>::remove(this);
       std::lock_guard<std::mutex> g(mu_);

@@ -224,8 +224,8 @@ struct nccl_backend {
       advance();
       progress_registry<endpoint>::poll_others(this);
     }
-    // The context is leaked: its held groups are dropped (the buffers they name go with it),
-    // and no other context's wait moves it any more.
+    // The context is going (or leaked): its held groups are dropped (the buffers they name go
+    // with it), and no other context's wait moves it any more.
     void orphan() noexcept {
       progress_registry<endpoint>::remove(this);
       std::lock_guard<std::mutex> g(mu_);
