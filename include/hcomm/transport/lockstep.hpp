@@ -151,6 +151,29 @@ inline failure_note& failure() {
   thread_local failure_note f;
   return f;
 }
+
+// Completes an MPI request the other ranks are in (a collective), calling poll() between
+// tests. An error poll() raises comes only once the request is done: its buffers must outlive
+// it, MPI cannot cancel it, and the other ranks are in it.
+template <class Poll>
+void finish_polling(MPI_Request* m, const char* what, Poll&& poll) {
+  std::exception_ptr err;
+  while (*m != MPI_REQUEST_NULL) {
+    int done = 0;
+    const int rc = MPI_Test(m, &done, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, what, HCOMM_WHERE_);
+    if (done) break;
+    if (!err) {
+      try {
+        poll();
+      } catch (...) {
+        err = std::current_exception();
+      }
+    }
+    mpi::pause_between_tests(mpi::yield_between_tests);
+  }
+  if (err) std::rethrow_exception(err);
+}
 }  // namespace lockstep_detail
 
 template <class Backend>
@@ -468,26 +491,12 @@ struct lockstep {
     }
   }
   // Completes one of this transport's small MPI collectives, the backend's queues moving
-  // meanwhile. An error of the backend's is raised only once the collective is done: its
-  // buffers must outlive it, MPI cannot cancel it, and the other ranks are in it.
+  // meanwhile.
   static void finish_host_collective(state* c, MPI_Request* m, const char* what) {
-    std::exception_ptr err;
-    while (*m != MPI_REQUEST_NULL) {
-      int done = 0;
-      const int rc = MPI_Test(m, &done, MPI_STATUS_IGNORE);
-      if (rc != MPI_SUCCESS) mpi::fail_mpi(rc, what, HCOMM_WHERE_);
-      if (done) break;
-      if (!err) {
-        try {
-          drain(c);
-          c->ep.poll();
-        } catch (...) {
-          err = std::current_exception();
-        }
-      }
-      mpi::pause_between_tests(mpi::yield_between_tests);
-    }
-    if (err) std::rethrow_exception(err);
+    lockstep_detail::finish_polling(m, what, [c] {
+      drain(c);
+      c->ep.poll();
+    });
   }
   // Queues the payload receives of the requests posted for q's peer up to q, in posting order:
   // each after its announcement (which says the size and carries the tag).

@@ -275,28 +275,10 @@ struct mpi_exact_backend {
       }
       g.posted = true;
     }
-    // (An error of the queues meanwhile is raised once the barrier is done: the other ranks
-    // are in it.)
     void all_here() {
       MPI_Request m = MPI_REQUEST_NULL;
       HCOMM_MPI_CHECK(MPI_Ibarrier(comm_, &m));
-      std::exception_ptr err;
-      for (;;) {
-        int done = 0;
-        HCOMM_MPI_CHECK(MPI_Test(&m, &done, MPI_STATUS_IGNORE));
-        if (done) break;
-        if (!err) {
-          try {
-            std::lock_guard<std::mutex> g(mu_);
-            own_progress();
-          } catch (...) {
-            err = std::current_exception();
-          }
-        }
-        progress_registry<endpoint>::poll_others(this);
-        mpi::pause_between_tests(mpi::yield_between_tests);
-      }
-      if (err) std::rethrow_exception(err);
+      lockstep_detail::finish_polling(&m, "barrier", [this] { poll(); });
     }
     // (With mu_ held.) An error another context's wait met here comes first.
     void own_progress() {

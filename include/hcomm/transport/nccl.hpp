@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -295,14 +296,15 @@ struct nccl_backend {
       on_device(const on_device&) = delete;
       on_device& operator=(const on_device&) = delete;
     };
-    // A communicator's state once it is no longer in progress (a non-blocking one's set-up).
-    static ncclResult_t settled_state(ncclComm_t comm) {
+    // A communicator's state once it is no longer in progress (a non-blocking one's set-up or
+    // finalize), or ncclInProgress still at the deadline (seconds_now()).
+    static ncclResult_t settled_state(ncclComm_t comm, double deadline = HUGE_VAL) noexcept {
       const timespec tick{0, 20000};
       for (;;) {
         ncclResult_t st = ncclSuccess;
         const ncclResult_t rc = ncclCommGetAsyncError(comm, &st);
         if (rc != ncclSuccess) return rc;
-        if (st != ncclInProgress) return st;
+        if (st != ncclInProgress || seconds_now() > deadline) return st;
         nanosleep(&tick, nullptr);
       }
     }
@@ -440,17 +442,7 @@ struct nccl_backend {
       }
       for (auto& l : lanes_) {
         if (!l.comm) continue;
-        bool healthy = false;
-        while (l.finalizing) {
-          ncclResult_t st = ncclSuccess;
-          if (ncclCommGetAsyncError(l.comm, &st) != ncclSuccess) break;
-          if (st != ncclInProgress) {
-            healthy = st == ncclSuccess;
-            break;
-          }
-          if (seconds_now() > deadline) break;
-          nanosleep(&tick, nullptr);
-        }
+        const bool healthy = l.finalizing && settled_state(l.comm, deadline) == ncclSuccess;
         if (healthy) ncclCommDestroy(l.comm);
         else ncclCommAbort(l.comm);
         l.comm = nullptr;
