@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,8 @@ std::vector<std::uint64_t> for_each_probe(const Exec& ex, std::size_t n) {
 // misaligned sub-range of it, read both back. Mirrors host_copy_fill_expected below.
 template <class Exec>
 std::vector<unsigned char> copy_fill_probe(const Exec& ex, std::size_t n) {
+  // (A bound on n: without it GCC's -Wstringop-overflow sees n + 16 wrap and warns.)
+  if (n > (std::size_t{1} << 40)) throw std::length_error("copy_fill_probe: n too large");
   std::vector<unsigned char> src(n + 16), dst(n + 16, 0xee);
   for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131u + 7u);
   exec_buffer<Exec> a(ex, n + 16), b(ex, n + 16);

@@ -161,7 +161,9 @@ decltype(auto) visit_growth(std::string_view name, F&& f) {
 }
 
 inline growth_rule growth_rule_from_name(std::string_view name) {
-  return visit_growth(name, []<class G>() { return rule_of<G>(); });
+  // [&]: a lambda with a capture has no conversion to a function pointer, which nvcc would
+  // otherwise warn about (445) for a template lambda.
+  return visit_growth(name, [&]<class G>() { return rule_of<G>(); });
 }
 
 constexpr std::string_view to_string(growth_id g) noexcept {
