@@ -1,5 +1,6 @@
 // examples/gpt/gemm_cublas.hpp: the GEMM of the portable backend on CUDA device memory
-// (cuBLAS on the executor's stream), the CUDA counterpart of gemm_host.hpp.
+// (cuBLAS on the executor's stream), the CUDA counterpart of gemm_host.hpp. cuBLAS and
+// cuBLASLt are opened at run time, by the first object that needs them (cublas_library.hpp).
 //
 //   gpt::cublas_gemm g(stream);                 // one handle, shared by copies
 //   g(false, true, M, N, K, 1.f, A, lda, B, ldb, 0.f, C, ldc);
@@ -45,6 +46,7 @@
 #include <tuple>
 #include <utility>
 
+#include "cublas_library.hpp"
 #include "device_array.hpp"
 #include "gemm_epilogue.hpp"
 #include "gemm_host.hpp"
@@ -58,7 +60,8 @@ namespace gpt {
 
 inline void cublas_check(cublasStatus_t s, const char* what) {
   if (s != CUBLAS_STATUS_SUCCESS)
-    hcomm::fail(hcomm::errc::unsupported, std::string("cuBLAS: ") + what + " failed: " + cublasGetStatusString(s));
+    hcomm::fail(hcomm::errc::unsupported,
+                std::string("cuBLAS: ") + what + " failed: " + cublas_api().cublasGetStatusString(s));
 }
 
 struct cublas_options {
@@ -102,7 +105,7 @@ struct cublas_gemm {
     need_handle();
     if (!s_->opt.epilogues || s_->lt) return;
     cublasLtHandle_t lt = nullptr;
-    cublas_check(cublasLtCreate(&lt), "cublasLtCreate");
+    cublas_check(cublas_api().cublasLtCreate(&lt), "cublasLtCreate");
     s_->lt.reset(lt, destroy_lt{});
     s_->workspace = device_array<std::byte, hcomm::exec::cuda>(s_->ex, workspace_bytes);
   }
@@ -138,11 +141,12 @@ struct cublas_gemm {
     point(d.desc.get(), e, bias, aux);
     const float one = 1.f, zero = 0.f;
     const cublasStatus_t st =
-        cublasLtMatmul(s_->lt.get(), d.desc.get(), &one, b, d.a.get(), a, d.b.get(), &zero, C, d.c.get(), C,
-                       d.c.get(), &p.algo, s_->workspace.data(), workspace_bytes, s_->ex.stream());
+        cublas_api().cublasLtMatmul(s_->lt.get(), d.desc.get(), &one, b, d.a.get(), a, d.b.get(), &zero, C, d.c.get(),
+                                    C, d.c.get(), &p.algo, s_->workspace.data(), workspace_bytes, s_->ex.stream());
     if (st != CUBLAS_STATUS_SUCCESS)
       hcomm::fail(hcomm::errc::unsupported, std::string("cuBLASLt: matmul with a fused epilogue failed: ") +
-                                                cublasGetStatusString(st) + " (--gemm-epilogues off runs without)");
+                                                cublas_api().cublasGetStatusString(st) +
+                                                " (--gemm-epilogues off runs without)");
     ++s_->fused;
   }
   // GEMMs run with an epilogue so far, and GEMMs that asked for one and ran without.
@@ -159,33 +163,33 @@ struct cublas_gemm {
     const int m = static_cast<int>(M), n = static_cast<int>(N), k = static_cast<int>(K);
     math_mode();
     if (!bf16_) {
-      cublas_check(cublasSgemm(h_.get(), op_b, op_a, n, m, k, &alpha, B, static_cast<int>(ldb), A,
+      cublas_check(cublas_api().cublasSgemm(h_.get(), op_b, op_a, n, m, k, &alpha, B, static_cast<int>(ldb), A,
                                static_cast<int>(lda), &beta, C, static_cast<int>(ldc)),
                    "sgemm");
       return;
     }
     const hcomm::bf16* a = converted_a(A, operand_span(trans_a ? K : M, trans_a ? M : K, lda), r);
     const hcomm::bf16* b = converted_b(B, operand_span(trans_b ? N : K, trans_b ? K : N, ldb), r);
-    cublas_check(cublasGemmEx(h_.get(), op_b, op_a, n, m, k, &alpha, b, CUDA_R_16BF, static_cast<int>(ldb), a,
-                              CUDA_R_16BF, static_cast<int>(lda), &beta, C, CUDA_R_32F, static_cast<int>(ldc),
-                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+    cublas_check(cublas_api().cublasGemmEx(h_.get(), op_b, op_a, n, m, k, &alpha, b, CUDA_R_16BF, static_cast<int>(ldb),
+                                           a, CUDA_R_16BF, static_cast<int>(lda), &beta, C, CUDA_R_32F,
+                                           static_cast<int>(ldc), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
                  "GemmEx (bf16 operands, fp32 accumulation)");
   }
 
  private:
   struct destroy {
-    void operator()(cublasHandle_t h) const noexcept { cublasDestroy(h); }
+    void operator()(cublasHandle_t h) const noexcept { cublas_api().cublasDestroy(h); }
   };
   struct destroy_lt {
-    void operator()(cublasLtHandle_t h) const noexcept { cublasLtDestroy(h); }
+    void operator()(cublasLtHandle_t h) const noexcept { cublas_api().cublasLtDestroy(h); }
   };
   // cuBLASLt's descriptors of one GEMM shape and epilogue (its pointers set per call).
   struct lt_call {
     struct free_desc {
-      void operator()(cublasLtMatmulDesc_t d) const noexcept { cublasLtMatmulDescDestroy(d); }
+      void operator()(cublasLtMatmulDesc_t d) const noexcept { cublas_api().cublasLtMatmulDescDestroy(d); }
     };
     struct free_layout {
-      void operator()(cublasLtMatrixLayout_t l) const noexcept { cublasLtMatrixLayoutDestroy(l); }
+      void operator()(cublasLtMatrixLayout_t l) const noexcept { cublas_api().cublasLtMatrixLayoutDestroy(l); }
     };
     std::unique_ptr<cublasLtMatmulDescOpaque_t, free_desc> desc;
     std::unique_ptr<cublasLtMatrixLayoutOpaque_t, free_layout> a, b, c;  // cuBLAS's A (our B), B (our A), C = D
@@ -224,7 +228,7 @@ struct cublas_gemm {
   void math_mode() const {
     const cublasMath_t want = bf16_ ? CUBLAS_DEFAULT_MATH : fp32_math(s_->opt.tf32);
     if (s_->math == want) return;
-    cublas_check(cublasSetMathMode(h_.get(), want), "cublasSetMathMode");
+    cublas_check(cublas_api().cublasSetMathMode(h_.get(), want), "cublasSetMathMode");
     s_->math = want;
   }
 
@@ -239,7 +243,7 @@ struct cublas_gemm {
   }
   template <class T>
   static void set(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t what, const T& v) {
-    cublas_check(cublasLtMatmulDescSetAttribute(d, what, &v, sizeof v), "cublasLtMatmulDescSetAttribute");
+    cublas_check(cublas_api().cublasLtMatmulDescSetAttribute(d, what, &v, sizeof v), "cublasLtMatmulDescSetAttribute");
   }
   // The epilogue's bias and aux pointers of this call.
   static void point(cublasLtMatmulDesc_t desc, gemm_epilogue e, const float* bias, const float* aux) {
@@ -258,7 +262,7 @@ struct cublas_gemm {
     const cublasComputeType_t compute = tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32
                                         : bf16_ ? CUBLAS_COMPUTE_32F
                                                    : CUBLAS_COMPUTE_32F_PEDANTIC;
-    cublas_check(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
+    cublas_check(cublas_api().cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate");
     d.desc.reset(desc);
     const cublasOperation_t op_a = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     set(desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
@@ -273,9 +277,10 @@ struct cublas_gemm {
     const cudaDataType_t in = bf16_ ? CUDA_R_16BF : CUDA_R_32F;
     auto layout = [](cudaDataType_t t, idx rows, idx cols, idx ld) {
       cublasLtMatrixLayout_t l = nullptr;
-      cublas_check(cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(rows), static_cast<std::uint64_t>(cols),
-                                              static_cast<std::int64_t>(ld)),
-                   "cublasLtMatrixLayoutCreate");
+      cublas_check(
+          cublas_api().cublasLtMatrixLayoutCreate(&l, t, static_cast<std::uint64_t>(rows),
+                                                  static_cast<std::uint64_t>(cols), static_cast<std::int64_t>(ld)),
+          "cublasLtMatrixLayoutCreate");
       return l;
     };
     d.a.reset(trans_b ? layout(in, K, N, ldb) : layout(in, N, K, ldb));
@@ -297,11 +302,12 @@ struct cublas_gemm {
     p.d = describe(e, trans_a, trans_b, M, N, K, lda, ldb, ldc, bias, aux);
     const lt_call& d = p.d;
     cublasLtMatmulPreference_t pref = nullptr;
-    cublas_check(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-    std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(&cublasLtMatmulPreferenceDestroy)> own(
-        pref, &cublasLtMatmulPreferenceDestroy);
+    cublas_check(cublas_api().cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, decltype(cublas_library::cublasLtMatmulPreferenceDestroy)> own(
+        pref, cublas_api().cublasLtMatmulPreferenceDestroy);
     auto pref_set = [&](cublasLtMatmulPreferenceAttributes_t what, auto v) {
-      cublas_check(cublasLtMatmulPreferenceSetAttribute(pref, what, &v, sizeof v), "cublasLtMatmulPreferenceSetAttribute");
+      cublas_check(cublas_api().cublasLtMatmulPreferenceSetAttribute(pref, what, &v, sizeof v),
+                   "cublasLtMatmulPreferenceSetAttribute");
     };
     pref_set(CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<std::uint64_t>(workspace_bytes));
     pref_set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, static_cast<std::uint32_t>(ab));
@@ -310,8 +316,8 @@ struct cublas_gemm {
     pref_set(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, static_cast<std::uint32_t>(ac));
     cublasLtMatmulHeuristicResult_t r{};
     int found = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(s_->lt.get(), d.desc.get(), d.a.get(), d.b.get(), d.c.get(),
-                                                             d.c.get(), pref, 1, &r, &found);
+    const cublasStatus_t st = cublas_api().cublasLtMatmulAlgoGetHeuristic(
+        s_->lt.get(), d.desc.get(), d.a.get(), d.b.get(), d.c.get(), d.c.get(), pref, 1, &r, &found);
     // no algorithm: the separate kernels; any other failure is a bug in the descriptors
     if (st != CUBLAS_STATUS_NOT_SUPPORTED) cublas_check(st, "cublasLtMatmulAlgoGetHeuristic");
     if (st == CUBLAS_STATUS_SUCCESS && found > 0 && r.state == CUBLAS_STATUS_SUCCESS) {
@@ -344,11 +350,11 @@ struct cublas_gemm {
   }
   static std::shared_ptr<cublasContext> make(cudaStream_t stream, bool tf32) {
     cublasHandle_t h = nullptr;
-    cublas_check(cublasCreate(&h), "cublasCreate (is a GPU visible?)");
+    cublas_check(cublas_api().cublasCreate(&h), "cublasCreate (is a GPU visible?)");
     std::shared_ptr<cublasContext> p(h, destroy{});
-    cublas_check(cublasSetStream(h, stream), "cublasSetStream");
-    cublas_check(cublasSetMathMode(h, fp32_math(tf32)), "cublasSetMathMode");
-    cublas_check(cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
+    cublas_check(cublas_api().cublasSetStream(h, stream), "cublasSetStream");
+    cublas_check(cublas_api().cublasSetMathMode(h, fp32_math(tf32)), "cublasSetMathMode");
+    cublas_check(cublas_api().cublasSetPointerMode(h, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
     return p;
   }
 };

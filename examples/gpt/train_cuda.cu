@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cublas_library.hpp"
 #include "gemm_cublas.hpp"
 #include "hcomm/comm/device_bundle.hpp"
 #include "hcomm/exec/cuda.hpp"
@@ -29,7 +30,8 @@ std::string cuda_unavailable(const node_place& node, bool share) {
   int devices = 0;
   const cudaError_t e = cudaGetDeviceCount(&devices);
   if (e != cudaSuccess) return std::string("no usable CUDA device (") + cudaGetErrorString(e) + ")";
-  return gpu_sharing_refusal(node, devices, share);
+  if (std::string no = gpu_sharing_refusal(node, devices, share); !no.empty()) return no;
+  return cublas_library::unavailable();  // loaded here, the first time: only --device cuda needs it
 }
 
 run_result train_on_cuda(const config& c, const run_options& o, const hcomm::grid& g,

@@ -18,8 +18,9 @@ namespace gpt {
 
 struct run_result;
 
-// Why --device cuda cannot run on this rank ("" when it can): no usable CUDA device, or more
-// ranks on the node than GPUs without `share` (--share-gpu).
+// Why --device cuda cannot run on this rank ("" when it can): no usable CUDA device, more
+// ranks on the node than GPUs without `share` (--share-gpu), or no cuBLAS to load
+// (cublas_library.hpp: train_gpt opens it at run time, for this device only).
 std::string cuda_unavailable(const node_place& node, bool share);
 // The trainer over portable_ops<hcomm::exec::cuda, cublas_gemm> on this rank's GPU, its
 // collectives through hcomm::device_bundle over staged MPI, --scheme none, zhybrid:16,8 or zhybrid:16,6+ef
