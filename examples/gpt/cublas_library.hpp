@@ -1,7 +1,7 @@
 // examples/gpt/cublas_library.hpp: cuBLAS and cuBLASLt, opened with dlopen when --device cuda
 // first needs them, instead of being linked to train_gpt. Loading libcublasLt runs its static
 // initialisers, which take about 90 MB of private memory and 0.1 s of CPU in every process
-// that loads it (bench/RESULTS.md); linked, every rank of a CPU run paid that.
+// that loads it (bench/model/RESULTS.md); linked, every rank of a CPU run paid that.
 //
 //   if (std::string no = gpt::cublas_library::unavailable(); !no.empty()) ...  // why not
 //   const gpt::cublas_library& cb = gpt::cublas_api();   // throws hcomm::error (unsupported)
@@ -10,13 +10,18 @@
 // The sonames are those of the headers' major version (libcublasLt.so.13 and
 // libcublas.so.13 for CUDA 13), looked up as the dynamic loader does (LD_LIBRARY_PATH,
 // train_gpt's run path, the loader's cache), then in the folder of the CUDA runtime this
-// process loaded (a toolkit keeps them together). They stay loaded until the process ends.
+// process loaded (a toolkit keeps them together); libcublas from libcublasLt's folder first,
+// so that the two come from one toolkit. They stay loaded until the process ends. The calls
+// go through the handles' own symbols, so a library preloaded to wrap cuBLAS functions
+// (LD_PRELOAD) does not see them.
 #pragma once
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <climits>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -86,9 +91,9 @@ struct cublas_library {
   static std::string open(cublas_library& into, const char* cublaslt_name = cublaslt_soname,
                           const char* cublas_name = cublas_soname) {
     std::string why;
-    void* lt = open_one(cublaslt_name, why);  // first: libcublas needs it
+    void* lt = open_one(cublaslt_name, "", why);  // first: libcublas needs it
     if (!lt) return why;
-    void* blas = open_one(cublas_name, why);
+    void* blas = open_one(cublas_name, origin(lt), why);
     if (!blas) return why;
 #define GPT_CUBLAS_FIND(lib, name, fn) \
   if (!find(lib, name, GPT_CUBLAS_STR(fn), into.fn, why)) return why;
@@ -116,20 +121,37 @@ struct cublas_library {
     return p;
   }
 
-  static void* open_one(const char* name, std::string& why) {
+  // The folder a loaded library came from ("" if unknown).
+  static std::string origin(void* handle) {
+    char dir[PATH_MAX] = {};
+    return handle && dlinfo(handle, RTLD_DI_ORIGIN, dir) == 0 ? std::string(dir) : std::string();
+  }
+  // The folder of the CUDA runtime this process loaded ("" if none is loaded).
+  static std::string cudart_folder() {
+    const std::string so = "libcudart.so." + std::to_string(CUDART_VERSION / 1000);
+    void* h = dlopen(so.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+    const std::string dir = origin(h);
+    if (h) dlclose(h);  // (RTLD_NOLOAD took a reference)
+    return dir;
+  }
+  // Opens `name` from `first_dir` if given (libcublas from libcublasLt's folder: one toolkit),
+  // else as the loader searches, else beside the CUDA runtime (a toolkit's lib folder holds
+  // both). Null with `why` (each attempt's words) when none opens.
+  static void* open_one(const char* name, const std::string& first_dir, std::string& why) {
+    if (!first_dir.empty())
+      if (void* h = dlopen((first_dir + "/" + name).c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
     if (void* h = dlopen(name, RTLD_NOW | RTLD_LOCAL)) return h;
     const char* e = dlerror();
-    const std::string first = e ? e : std::string(name) + ": not found";
-    // Beside the CUDA runtime this process uses (a toolkit's lib folder holds both).
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&cudaRuntimeGetVersion), &info) != 0 && info.dli_fname) {
-      const std::string rt = info.dli_fname;
-      const std::size_t slash = rt.rfind('/');
-      if (slash != std::string::npos)
-        if (void* h = dlopen((rt.substr(0, slash + 1) + name).c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+    why = "cannot load cuBLAS: " + (e ? std::string(e) : std::string(name) + ": not found");
+    if (const std::string rt = cudart_folder(); !rt.empty()) {
+      const std::string path = rt + "/" + name;
+      if (void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+      if (access(path.c_str(), F_OK) == 0) {  // there, but it does not load: say why too
+        const char* e2 = dlerror();
+        why += "; " + (e2 ? std::string(e2) : path);
+      }
     }
-    why = "cannot load cuBLAS: " + first + " (put the folder of the CUDA toolkit's or PyTorch's " + name +
-          " on LD_LIBRARY_PATH)";
+    why += std::string(" (put the folder of the CUDA toolkit's or PyTorch's ") + name + " on LD_LIBRARY_PATH)";
     return nullptr;
   }
   template <class F>
